@@ -1,0 +1,21 @@
+# Compiler flags shared by every target: warnings, sanitizers, and strict floating point.
+add_library(geniex_options INTERFACE)
+target_compile_options(geniex_options INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+  # Reference math must round the same way as numpy and on every target: no FMA contraction.
+  -ffp-contract=off)
+if(GENIEX_WERROR)
+  target_compile_options(geniex_options INTERFACE -Werror)
+endif()
+if(GENIEX_SANITIZE)
+  target_compile_options(geniex_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                                  -fno-sanitize-recover=all)
+  target_link_options(geniex_options INTERFACE -fsanitize=address,undefined)
+endif()
+if(GENIEX_FUZZ)
+  # Instrument the libraries for coverage; the fuzz targets add -fsanitize=fuzzer themselves.
+  target_compile_options(geniex_options INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                                                  -fno-omit-frame-pointer)
+  target_link_options(geniex_options INTERFACE -fsanitize=address,undefined)
+endif()
+target_include_directories(geniex_options INTERFACE ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)

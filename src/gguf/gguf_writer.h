@@ -1,0 +1,42 @@
+// GGUF v3 writer: metadata in insertion order, tensors laid out sequentially at the file's
+// alignment (general.alignment if set, else 32) — the layout llama.cpp's reader verifies.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "gguf/gguf_value.h"
+
+namespace geniex::gguf {
+
+/// Builds a GGUF file in memory or on disk. Keys and tensor names must be unique.
+class GgufWriter {
+ public:
+  /// Adds (or replaces) a metadata entry; order of first insertion is kept.
+  void set(std::string key, Value value);
+  /// Adds a tensor; `ne` lists dims with ne[0] the contiguous one; `data` is copied and must
+  /// be exactly the tensor's byte size.
+  Status add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne,
+                    std::span<const uint8_t> data);
+
+  /// The complete file image.
+  [[nodiscard]] Result<std::vector<uint8_t>> to_bytes() const;
+  /// Writes the file (to a temporary beside it, then renamed, so a failure loses nothing).
+  [[nodiscard]] Status write(const std::string& path) const;
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    GgmlType type;
+    std::vector<uint64_t> ne;
+    std::vector<uint8_t> data;
+  };
+  std::vector<KeyValue> kv_;
+  std::vector<PendingTensor> tensors_;
+};
+
+}  // namespace geniex::gguf
