@@ -37,9 +37,10 @@ inline uint16_t fp32_to_fp16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));  // NaN
-  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // overflow -> Inf
-  if (abs < 0x38800000u) {  // result is subnormal or zero
+  if (abs > 0x7F800000u)
+    return static_cast<uint16_t>(sign | 0x7E00u | ((abs >> 13) & 0x3FFu));  // NaN
+  if (abs >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);     // overflow -> Inf
+  if (abs < 0x38800000u) {                                      // result is subnormal or zero
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);  // < half of smallest subnormal
     const uint32_t e = abs >> 23;
     const uint32_t m = (abs & 0x7FFFFFu) | 0x800000u;
@@ -58,7 +59,9 @@ inline uint16_t fp32_to_fp16(float f) {
 }
 
 /// bfloat16 -> float, exact.
-inline float bf16_to_fp32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline float bf16_to_fp32(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 /// float -> bfloat16, round to nearest even; NaN stays a quiet NaN (as ggml does).
 inline uint16_t fp32_to_bf16(float f) {

@@ -30,10 +30,10 @@ TEST(Fp16, KnownValues) {
   EXPECT_TRUE(std::isinf(fp16_to_fp32(0x7C00)));
   EXPECT_EQ(fp32_to_fp16(65520.0f), 0x7C00);  // rounds up to Inf
   EXPECT_EQ(fp32_to_fp16(65519.0f), 0x7BFF);
-  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);           // tie to even -> 0
-  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.5f, -25)), 0x0001);           // above the tie
-  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);    // tie to even
-  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(3.0f, -11)), 0x3C02);    // tie to even (up)
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.0f, -25)), 0x0000);         // tie to even -> 0
+  EXPECT_EQ(fp32_to_fp16(std::ldexp(1.5f, -25)), 0x0001);         // above the tie
+  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie to even
+  EXPECT_EQ(fp32_to_fp16(1.0f + std::ldexp(3.0f, -11)), 0x3C02);  // tie to even (up)
 }
 
 // Rounding of float -> half agrees with the round-to-nearest-even definition on a sweep of

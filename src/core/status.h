@@ -45,11 +45,15 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status invalid_argument(std::string msg) { return {StatusCode::kInvalidArgument, std::move(msg)}; }
+inline Status invalid_argument(std::string msg) {
+  return {StatusCode::kInvalidArgument, std::move(msg)};
+}
 inline Status not_found(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
 inline Status out_of_range(std::string msg) { return {StatusCode::kOutOfRange, std::move(msg)}; }
 inline Status data_loss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
-inline Status unimplemented(std::string msg) { return {StatusCode::kUnimplemented, std::move(msg)}; }
+inline Status unimplemented(std::string msg) {
+  return {StatusCode::kUnimplemented, std::move(msg)};
+}
 inline Status resource_exhausted(std::string msg) {
   return {StatusCode::kResourceExhausted, std::move(msg)};
 }
@@ -60,7 +64,7 @@ inline Status internal_error(std::string msg) { return {StatusCode::kInternal, s
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result built from an OK status");
   }
@@ -87,9 +91,9 @@ class [[nodiscard]] Result {
 #define GENIEX_CONCAT_(a, b) GENIEX_CONCAT_INNER_(a, b)
 
 /// Returns the Status from the enclosing function if `expr` (a Status) is not OK.
-#define GENIEX_TRY(expr)                          \
-  do {                                            \
-    ::geniex::Status geniex_try_status_ = (expr); \
+#define GENIEX_TRY(expr)                                     \
+  do {                                                       \
+    ::geniex::Status geniex_try_status_ = (expr);            \
     if (!geniex_try_status_.ok()) return geniex_try_status_; \
   } while (0)
 

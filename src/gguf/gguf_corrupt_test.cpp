@@ -91,17 +91,41 @@ TEST(GgufCorrupt, MetadataProblems) {
   expect_error(Raw().header(0, 1).str("k").put<uint32_t>(8).put<uint64_t>(~0ull).bytes(),
                "string length");
   // An array claiming 2^61 UINT64 elements must be rejected before anything is allocated.
-  expect_error(Raw().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(10).put<uint64_t>(
-                   1ull << 61).zeros(16).bytes(),
+  expect_error(Raw()
+                   .header(0, 1)
+                   .str("k")
+                   .put<uint32_t>(9)
+                   .put<uint32_t>(10)
+                   .put<uint64_t>(1ull << 61)
+                   .zeros(16)
+                   .bytes(),
                "does not fit");
-  expect_error(Raw().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(8).put<uint64_t>(
-                   1ull << 40).zeros(16).bytes(),
+  expect_error(Raw()
+                   .header(0, 1)
+                   .str("k")
+                   .put<uint32_t>(9)
+                   .put<uint32_t>(8)
+                   .put<uint64_t>(1ull << 40)
+                   .zeros(16)
+                   .bytes(),
                "does not fit");
-  expect_error(Raw().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(9).put<uint64_t>(
-                   1).zeros(16).bytes(),
+  expect_error(Raw()
+                   .header(0, 1)
+                   .str("k")
+                   .put<uint32_t>(9)
+                   .put<uint32_t>(9)
+                   .put<uint64_t>(1)
+                   .zeros(16)
+                   .bytes(),
                "nested arrays");
-  expect_error(Raw().header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(77).put<uint64_t>(
-                   1).zeros(16).bytes(),
+  expect_error(Raw()
+                   .header(0, 1)
+                   .str("k")
+                   .put<uint32_t>(9)
+                   .put<uint32_t>(77)
+                   .put<uint64_t>(1)
+                   .zeros(16)
+                   .bytes(),
                "unknown value type 77");
   expect_error(Raw().header(0, 2).kv_u32("k", 1).kv_u32("k", 2).bytes(), "duplicate key");
   expect_error(Raw().header(0, 1).str("").put<uint32_t>(4).put<uint32_t>(1).bytes(), "empty key");

@@ -101,8 +101,12 @@ double load_float(ValueType t, const uint8_t* p) {
   return t == ValueType::kFloat32 ? static_cast<double>(load<float>(p)) : load<double>(p);
 }
 
-bool checked_mul(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_mul_overflow(a, b, &out); }
-bool checked_add(uint64_t a, uint64_t b, uint64_t& out) { return !__builtin_add_overflow(a, b, &out); }
+bool checked_mul(uint64_t a, uint64_t b, uint64_t& out) {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+bool checked_add(uint64_t a, uint64_t b, uint64_t& out) {
+  return !__builtin_add_overflow(a, b, &out);
+}
 
 }  // namespace
 
@@ -232,8 +236,9 @@ Status Parser::read_tensor_info(uint64_t index, TensorInfo& ti) {
 
 Status Parser::parse(GgufFile& out) {
   uint32_t magic = 0;
-  if (bytes_.size() < 4) return fail("magic", "file is " + std::to_string(bytes_.size()) +
-                                                  " bytes; too short to be GGUF");
+  if (bytes_.size() < 4)
+    return fail("magic",
+                "file is " + std::to_string(bytes_.size()) + " bytes; too short to be GGUF");
   GENIEX_TRY(read(magic, "magic"));
   if (magic != kMagic) {
     char buf[64];
@@ -242,8 +247,8 @@ Status Parser::parse(GgufFile& out) {
   }
   GENIEX_TRY(read(out.version_, "version"));
   if (out.version_ != 2 && out.version_ != 3) {
-    return fail("version", "unsupported GGUF version " + std::to_string(out.version_) +
-                               " (supported: 2, 3)");
+    return fail("version",
+                "unsupported GGUF version " + std::to_string(out.version_) + " (supported: 2, 3)");
   }
   uint64_t n_tensors = 0;
   uint64_t n_kv = 0;
@@ -254,15 +259,14 @@ Status Parser::parse(GgufFile& out) {
                                     std::to_string(limits_.max_tensors));
   }
   if (n_kv > limits_.max_kv) {
-    return fail("metadata count", std::to_string(n_kv) + " exceeds the limit of " +
-                                      std::to_string(limits_.max_kv));
+    return fail("metadata count",
+                std::to_string(n_kv) + " exceeds the limit of " + std::to_string(limits_.max_kv));
   }
   // Each KV takes >= 13 bytes and each tensor info >= 33: reject counts the file can't hold
   // before reserving anything.
   if (n_kv * 13 > remaining() || n_tensors * 33 > remaining()) {
     return fail("header", "counts (" + std::to_string(n_kv) + " metadata, " +
-                              std::to_string(n_tensors) +
-                              " tensors) do not fit in the file size " +
+                              std::to_string(n_tensors) + " tensors) do not fit in the file size " +
                               std::to_string(bytes_.size()));
   }
 
@@ -305,8 +309,8 @@ Status Parser::parse(GgufFile& out) {
   const uint64_t data_start = (pos_ + align - 1) / align * align;
   if (n_tensors > 0 && data_start > bytes_.size()) {
     return fail("data section", "starts at " + std::to_string(data_start) +
-                                    ", past the end of the file (" +
-                                    std::to_string(bytes_.size()) + " bytes)");
+                                    ", past the end of the file (" + std::to_string(bytes_.size()) +
+                                    " bytes)");
   }
   out.data_offset_ = data_start;
   for (auto& ti : out.tensors_) {
@@ -319,10 +323,9 @@ Status Parser::parse(GgufFile& out) {
     uint64_t end = 0;
     if (!checked_add(data_start, ti.offset, begin) || !checked_add(begin, ti.n_bytes, end) ||
         end > bytes_.size()) {
-      return fail(field, "data [" + std::to_string(ti.offset) + ", +" +
-                             std::to_string(ti.n_bytes) + ") lies outside the file (data section " +
-                             std::to_string(data_start) + ", file size " +
-                             std::to_string(bytes_.size()) + ")");
+      return fail(field, "data [" + std::to_string(ti.offset) + ", +" + std::to_string(ti.n_bytes) +
+                             ") lies outside the file (data section " + std::to_string(data_start) +
+                             ", file size " + std::to_string(bytes_.size()) + ")");
     }
     ti.data = bytes_.subspan(static_cast<size_t>(begin), static_cast<size_t>(ti.n_bytes));
   }
@@ -382,8 +385,9 @@ Result<uint64_t> GgufFile::get_uint(std::string_view key) const {
   if (!v) return missing(name_, key);
   if (v->is_array() || !is_integer_type(v->type())) return wrong_type(name_, key, *v, "an integer");
   const auto u = v->as_uint();
-  if (!u) return invalid_argument("gguf: " + name_ + ": metadata key '" + std::string(key) +
-                                  "' is negative (" + v->to_display() + ")");
+  if (!u)
+    return invalid_argument("gguf: " + name_ + ": metadata key '" + std::string(key) +
+                            "' is negative (" + v->to_display() + ")");
   return *u;
 }
 
@@ -397,8 +401,9 @@ Result<int64_t> GgufFile::get_int(std::string_view key) const {
   if (!v) return missing(name_, key);
   if (v->is_array() || !is_integer_type(v->type())) return wrong_type(name_, key, *v, "an integer");
   const auto i = v->as_int();
-  if (!i) return invalid_argument("gguf: " + name_ + ": metadata key '" + std::string(key) +
-                                  "' does not fit in int64");
+  if (!i)
+    return invalid_argument("gguf: " + name_ + ": metadata key '" + std::string(key) +
+                            "' does not fit in int64");
   return *i;
 }
 

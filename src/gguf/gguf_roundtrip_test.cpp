@@ -58,8 +58,8 @@ TEST(GgufRoundTrip, MetadataAndTensors) {
                              {"output.weight", GgmlType::kF16, {3, 1, 1, 2}}};
   std::vector<std::vector<uint8_t>> datas;
   for (size_t i = 0; i < ts.size(); ++i) {
-    const uint64_t n = std::accumulate(ts[i].ne.begin(), ts[i].ne.end(), uint64_t{1},
-                                       std::multiplies<>());
+    const uint64_t n =
+        std::accumulate(ts[i].ne.begin(), ts[i].ne.end(), uint64_t{1}, std::multiplies<>());
     const auto& tt = traits(ts[i].type);
     datas.push_back(pattern(n / tt.block_size * tt.type_size, static_cast<uint8_t>(i)));
     ASSERT_TRUE(w.add_tensor(ts[i].name, ts[i].type, ts[i].ne, datas.back()).ok());
@@ -157,10 +157,10 @@ TEST(GgufAccessors, WidenIntegersAndNameErrors) {
 TEST(GgufWriter, RejectsBadTensors) {
   GgufWriter w;
   const auto d = pattern(18, 0);
-  EXPECT_FALSE(w.add_tensor("x", GgmlType::kQ4_0, {33}, d).ok());    // not a block multiple
-  EXPECT_FALSE(w.add_tensor("x", GgmlType::kQ4_0, {64}, d).ok());    // wrong byte count
+  EXPECT_FALSE(w.add_tensor("x", GgmlType::kQ4_0, {33}, d).ok());  // not a block multiple
+  EXPECT_FALSE(w.add_tensor("x", GgmlType::kQ4_0, {64}, d).ok());  // wrong byte count
   EXPECT_TRUE(w.add_tensor("x", GgmlType::kQ4_0, {32}, d).ok());
-  EXPECT_FALSE(w.add_tensor("x", GgmlType::kQ4_0, {32}, d).ok());    // duplicate
+  EXPECT_FALSE(w.add_tensor("x", GgmlType::kQ4_0, {32}, d).ok());  // duplicate
   EXPECT_FALSE(w.add_tensor(std::string(64, 'n'), GgmlType::kQ4_0, {32}, d).ok());
 }
 

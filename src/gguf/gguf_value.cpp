@@ -72,7 +72,9 @@ Value Value::of_float(ValueType t, double v) {
   return {t, t, t == ValueType::kFloat32 ? static_cast<double>(static_cast<float>(v)) : v};
 }
 Value Value::of_bool(bool v) { return {ValueType::kBool, ValueType::kBool, v}; }
-Value Value::of_string(std::string v) { return {ValueType::kString, ValueType::kString, std::move(v)}; }
+Value Value::of_string(std::string v) {
+  return {ValueType::kString, ValueType::kString, std::move(v)};
+}
 Value Value::of_uint_array(ValueType elem, std::vector<uint64_t> v) {
   assert(is_integer_type(elem) && !is_signed_integer_type(elem));
   return {ValueType::kArray, elem, std::move(v)};
@@ -184,7 +186,8 @@ std::optional<std::vector<float>> Value::as_float_array() const {
 bool Value::operator==(const Value& o) const {
   if (type_ != o.type_ || elem_ != o.elem_ || storage_.index() != o.storage_.index()) return false;
   const auto bits = [](double d) { return std::bit_cast<uint64_t>(d); };
-  if (const auto* d = std::get_if<double>(&storage_)) return bits(*d) == bits(std::get<double>(o.storage_));
+  if (const auto* d = std::get_if<double>(&storage_))
+    return bits(*d) == bits(std::get<double>(o.storage_));
   if (const auto* v = std::get_if<std::vector<double>>(&storage_)) {
     const auto& w = std::get<std::vector<double>>(o.storage_);
     if (v->size() != w.size()) return false;
@@ -210,7 +213,8 @@ std::string quote(const std::string& s, size_t max_len) {
       out += c;
     } else if (static_cast<unsigned char>(c) < 0x20) {
       char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      std::snprintf(buf, sizeof buf, "\\x%02x",
+                    static_cast<unsigned>(static_cast<unsigned char>(c)));
       out += buf;
     } else {
       out += c;

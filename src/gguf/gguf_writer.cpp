@@ -106,7 +106,8 @@ Status GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint6
                             std::to_string(kMaxNameLength) + " bytes");
   }
   for (const auto& t : tensors_) {
-    if (t.name == name) return invalid_argument("gguf writer: duplicate tensor name '" + name + "'");
+    if (t.name == name)
+      return invalid_argument("gguf writer: duplicate tensor name '" + name + "'");
   }
   if (ne.empty() || ne.size() > kMaxDims) {
     return invalid_argument("gguf writer: tensor '" + name + "' needs 1..4 dimensions");
