@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cmd_inspect.h"
+#include "cmd_tokenize.h"
 #include "command.h"
 
 #ifndef GENIEX_VERSION_STRING
@@ -23,6 +24,8 @@ int run_main(int argc, char** argv) {
   // One line per subcommand; later: run, chat, serve, bench, tokenize, quantize, convert.
   const std::vector<Command> commands = {
       register_inspect(app),
+      register_tokenize(app),
+      register_detokenize(app),
   };
 
   try {

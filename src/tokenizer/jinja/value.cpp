@@ -1,0 +1,159 @@
+// Value model: construction, truthiness, printing, equality.
+#include "tokenizer/jinja/value.h"
+
+#include "tokenizer/jinja/error.h"
+#include "tokenizer/jinja/pyformat.h"
+
+namespace geniex::jinja {
+
+const Value* DictData::find(const Value& key) const {
+  if (key.is_string()) return find(std::string_view(key.as_string()));
+  for (const auto& [k, v] : items)
+    if (values_equal(k, key)) return &v;
+  return nullptr;
+}
+
+const Value* DictData::find(std::string_view key) const {
+  for (const auto& [k, v] : items)
+    if (k.is_string() && k.as_string() == key) return &v;
+  return nullptr;
+}
+
+void DictData::set(Value key, Value value) {
+  for (auto& [k, v] : items) {
+    if (values_equal(k, key)) {
+      v = std::move(value);
+      return;
+    }
+  }
+  items.emplace_back(std::move(key), std::move(value));
+}
+
+const Value* CallArgs::get(size_t i, std::string_view name) const {
+  if (i < positional.size()) return &positional[i];
+  for (const auto& [k, v] : keyword)
+    if (k == name) return &v;
+  return nullptr;
+}
+
+Value Value::list(std::vector<Value> items, bool tuple) {
+  auto l = std::make_shared<ListData>();
+  l->items = std::move(items);
+  l->is_tuple = tuple;
+  return Value(std::move(l));
+}
+
+Value Value::dict() { return Value(std::make_shared<DictData>()); }
+
+Value Value::function(std::string name, std::function<Value(Evaluator&, const CallArgs&)> fn,
+                      bool is_macro) {
+  auto f = std::make_shared<Function>();
+  f->name = std::move(name);
+  f->fn = std::move(fn);
+  f->is_macro = is_macro;
+  return Value(Func(std::move(f)));
+}
+
+double Value::to_double() const {
+  if (is_float()) return as_float();
+  return static_cast<double>(to_int());
+}
+
+bool Value::truthy() const {
+  if (is_undefined() || is_none()) return false;
+  if (is_bool()) return as_bool();
+  if (is_int()) return as_int() != 0;
+  if (is_float()) return as_float() != 0.0;
+  if (is_string()) return !as_string().empty();
+  if (is_list()) return !as_list()->items.empty();
+  if (is_dict()) return !as_dict()->items.empty();
+  return true;
+}
+
+std::string Value::type_name() const {
+  if (is_undefined()) return "Undefined";
+  if (is_none()) return "NoneType";
+  if (is_bool()) return "bool";
+  if (is_int()) return "int";
+  if (is_float()) return "float";
+  if (is_string()) return "str";
+  if (is_list()) return as_list()->is_tuple ? "tuple" : "list";
+  if (is_dict()) return as_dict()->is_namespace ? "Namespace" : "dict";
+  return as_func()->is_macro ? "Macro" : "builtin_function_or_method";
+}
+
+std::string Value::str() const {
+  if (is_undefined()) return "";
+  if (is_string()) return as_string();
+  return repr();
+}
+
+std::string Value::repr() const {
+  if (is_undefined()) return "Undefined";
+  if (is_none()) return "None";
+  if (is_bool()) return as_bool() ? "True" : "False";
+  if (is_int()) return std::to_string(as_int());
+  if (is_float()) return python_float_repr(as_float());
+  if (is_string()) return python_string_repr(as_string());
+  if (is_list()) {
+    const auto& l = *as_list();
+    std::string out = l.is_tuple ? "(" : "[";
+    for (size_t i = 0; i < l.items.size(); ++i) {
+      if (i) out += ", ";
+      out += l.items[i].repr();
+    }
+    if (l.is_tuple && l.items.size() == 1) out += ",";
+    out += l.is_tuple ? ")" : "]";
+    return out;
+  }
+  if (is_dict()) {
+    const auto& d = *as_dict();
+    std::string out = d.is_namespace ? "<Namespace {" : "{";
+    for (size_t i = 0; i < d.items.size(); ++i) {
+      if (i) out += ", ";
+      out += d.items[i].first.repr();
+      out += ": ";
+      out += d.items[i].second.repr();
+    }
+    out += d.is_namespace ? "}>" : "}";
+    return out;
+  }
+  const auto& f = *as_func();
+  if (f.is_macro) return "<Macro '" + f.name + "'>";
+  return "<built-in function " + f.name + ">";
+}
+
+bool values_equal(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.to_double() == b.to_double();
+    return a.to_int() == b.to_int();
+  }
+  if (a.is_string() && b.is_string()) return a.as_string() == b.as_string();
+  if (a.is_none() && b.is_none()) return true;
+  if (a.is_undefined() && b.is_undefined()) return true;
+  if (a.is_list() && b.is_list()) {
+    const auto& x = a.as_list()->items;
+    const auto& y = b.as_list()->items;
+    if (a.as_list()->is_tuple != b.as_list()->is_tuple) return false;
+    if (x.size() != y.size()) return false;
+    for (size_t i = 0; i < x.size(); ++i)
+      if (!values_equal(x[i], y[i])) return false;
+    return true;
+  }
+  if (a.is_dict() && b.is_dict()) {
+    if (a.as_dict() == b.as_dict()) return true;
+    if (a.as_dict()->is_namespace || b.as_dict()->is_namespace) return false;
+    const auto& x = a.as_dict()->items;
+    const auto& y = *b.as_dict();
+    if (x.size() != y.items.size()) return false;
+    for (const auto& [k, v] : x) {
+      const Value* o = y.find(k);
+      if (!o || !values_equal(v, *o)) return false;
+    }
+    return true;
+  }
+  if (a.is_callable() && b.is_callable()) return a.as_func() == b.as_func();
+  return false;
+}
+
+}  // namespace geniex::jinja
