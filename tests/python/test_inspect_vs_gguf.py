@@ -21,22 +21,28 @@ _SHARED = pathlib.Path(os.environ.get("GENIEX_SHARED_DIR", _REPO.parent / "share
 _SYNTHETIC = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 
 
-def _vocab_names():
-    """Vocab file names, found the same way as the tokenizer_testdata fixture."""
-    for d in (_REPO / "tests" / "data" / "tokenizer", _SHARED / "testdata" / "tokenizer"):
+def _vocab_files():
+    """Every vocab GGUF we have: the project's copies (tests/data/tokenizer, which adds the
+    llama-bpe and qwen2 files we build) and all of ../shared/testdata/tokenizer (which has
+    some the project does not copy, e.g. baichuan, gpt-neox)."""
+    found = {}
+    for d in (_SHARED / "testdata" / "tokenizer", _REPO / "tests" / "data" / "tokenizer"):
         if d.is_dir():
-            return sorted(p.name for p in d.glob("ggml-vocab-*.gguf"))
-    return []
+            for p in d.glob("ggml-vocab-*.gguf"):
+                found[p.name] = p
+    assert len(found) >= 12, "vocab GGUFs not found"
+    return found
 
 
-_CASES = ["gemma"] + _vocab_names()
+_VOCABS = _vocab_files()
+_CASES = ["gemma"] + sorted(_VOCABS)
 
 
 @pytest.fixture
-def model_file(request, gemma_gguf, tokenizer_testdata):
+def model_file(request, gemma_gguf):
     if request.param == "gemma":
         return gemma_gguf
-    return tokenizer_testdata / request.param
+    return _VOCABS[request.param]
 
 
 @pytest.fixture(scope="module")
