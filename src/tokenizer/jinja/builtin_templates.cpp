@@ -67,11 +67,16 @@ constexpr const char* kLfm2 = R"J({{- bos_token -}}
 
 std::optional<std::string> builtin_chat_template(std::string_view family) {
   const char* body = nullptr;
-  if (family == "gemma" || family == "gemma2" || family == "gemma3") body = kGemma;
-  else if (family == "llama" || family == "llama3") body = kLlama3;
-  else if (family == "mistral") body = kMistral;
-  else if (family == "qwen" || family == "qwen2" || family == "qwen3" || family == "chatml") body = kChatml;
-  else if (family == "lfm2") body = kLfm2;
+  if (family == "gemma" || family == "gemma2" || family == "gemma3")
+    body = kGemma;
+  else if (family == "llama" || family == "llama3")
+    body = kLlama3;
+  else if (family == "mistral")
+    body = kMistral;
+  else if (family == "qwen" || family == "qwen2" || family == "qwen3" || family == "chatml")
+    body = kChatml;
+  else if (family == "lfm2")
+    body = kLfm2;
   if (!body) return std::nullopt;
   return std::string(kTextMacro) + body;
 }

@@ -31,7 +31,8 @@ const json kChat = json::parse(R"([
 
 TEST(BuiltinTemplates, Gemma) {
   EXPECT_EQ(render_family("gemma3", kChat, true, "<bos>"),
-            "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
+            "<bos><start_of_turn>user\nBe "
+            "brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n"
             "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
 }
 
@@ -52,14 +53,16 @@ TEST(BuiltinTemplates, Mistral) {
 TEST(BuiltinTemplates, ChatmlForQwen) {
   const char* want =
       "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
-      "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n";
+      "<|im_start|>assistant\nHello!<|im_end|>\n<|im_start|>user\nBye<|im_end|>\n<|im_start|>"
+      "assistant\n";
   EXPECT_EQ(render_family("qwen2", kChat, true), want);
   EXPECT_EQ(render_family("qwen3", kChat, true), want);
 }
 
 TEST(BuiltinTemplates, Lfm2) {
   json m = json::parse(R"([{"role": "user", "content": [{"type": "text", "text": "Hi"}]}])");
-  EXPECT_EQ(render_family("lfm2", m, false, "<|startoftext|>"), "<|startoftext|><|im_start|>user\nHi<|im_end|>\n");
+  EXPECT_EQ(render_family("lfm2", m, false, "<|startoftext|>"),
+            "<|startoftext|><|im_start|>user\nHi<|im_end|>\n");
 }
 
 TEST(BuiltinTemplates, UnknownFamily) { EXPECT_FALSE(builtin_chat_template("gpt-9").has_value()); }

@@ -31,9 +31,11 @@ std::string first_difference(const std::string& want, const std::string& got) {
   size_t i = 0;
   while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
   auto ctx = [&](const std::string& s) {
-    return json(s.substr(i > 40 ? i - 40 : 0, 100)).dump(-1, ' ', false, json::error_handler_t::replace);
+    return json(s.substr(i > 40 ? i - 40 : 0, 100))
+        .dump(-1, ' ', false, json::error_handler_t::replace);
   };
-  return "first difference at byte " + std::to_string(i) + "\n  want: " + ctx(want) + "\n  got:  " + ctx(got);
+  return "first difference at byte " + std::to_string(i) + "\n  want: " + ctx(want) +
+         "\n  got:  " + ctx(got);
 }
 
 TEST(ChatGolden, MatchesJinja2ByteForByte) {
@@ -83,7 +85,9 @@ TEST(ChatGolden, MatchesJinja2ByteForByte) {
       if (want.contains("output")) {
         const std::string expect = want["output"].get<std::string>();
         ok = got.ok() && *got == expect;
-        if (!ok) why = got.ok() ? first_difference(expect, *got) : "unexpected error: " + got.status().to_string();
+        if (!ok)
+          why = got.ok() ? first_difference(expect, *got)
+                         : "unexpected error: " + got.status().to_string();
       } else {
         // jinja2 raised: we must fail too; raise_exception messages must match.
         ok = !got.ok();
@@ -91,8 +95,9 @@ TEST(ChatGolden, MatchesJinja2ByteForByte) {
           ok = got.status().message().find(want["message"].get<std::string>()) != std::string::npos;
           if (!ok) why = "raise_exception message differs: " + got.status().message();
         } else if (!ok) {
-          why = "jinja2 raised " + want["error"].get<std::string>() + " (" + want["message"].get<std::string>() +
-                ") but we rendered " + json(*got).dump().substr(0, 200);
+          why = "jinja2 raised " + want["error"].get<std::string>() + " (" +
+                want["message"].get<std::string>() + ") but we rendered " +
+                json(*got).dump().substr(0, 200);
         }
       }
       (ok ? counts[name].pass : counts[name].fail)++;
@@ -102,7 +107,8 @@ TEST(ChatGolden, MatchesJinja2ByteForByte) {
   std::string summary;
   int failed = 0;
   for (const auto& [name, c] : counts) {
-    summary += "  " + name + ": " + std::to_string(c.pass) + " passed, " + std::to_string(c.fail) + " failed\n";
+    summary += "  " + name + ": " + std::to_string(c.pass) + " passed, " + std::to_string(c.fail) +
+               " failed\n";
     failed += c.fail;
   }
   EXPECT_EQ(failed, 0) << "per template:\n" << summary;

@@ -24,7 +24,8 @@ Value json_to_value(const nlohmann::ordered_json& j) {
     }
     case T::object: {
       Value d = Value::dict();
-      for (const auto& [k, v] : j.items()) d.as_dict()->items.emplace_back(Value(k), json_to_value(v));
+      for (const auto& [k, v] : j.items())
+        d.as_dict()->items.emplace_back(Value(k), json_to_value(v));
       return d;
     }
     default: return Value::none();

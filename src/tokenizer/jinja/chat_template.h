@@ -3,11 +3,10 @@
 #pragma once
 
 #include <ctime>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "core/status.h"
 #include "tokenizer/jinja/template.h"

@@ -16,12 +16,12 @@ struct SourcePos {
 };
 
 enum class ErrorKind {
-  kSyntax,     ///< the template text is malformed
-  kUndefined,  ///< an undefined value was used where a value is required
-  kType,       ///< an operation on values of the wrong type
-  kRaised,     ///< raise_exception() was called by the template
-  kLimit,      ///< a recursion, output, or iteration limit was exceeded
-  kUnsupported ///< a valid Jinja feature this interpreter does not implement
+  kSyntax,      ///< the template text is malformed
+  kUndefined,   ///< an undefined value was used where a value is required
+  kType,        ///< an operation on values of the wrong type
+  kRaised,      ///< raise_exception() was called by the template
+  kLimit,       ///< a recursion, output, or iteration limit was exceeded
+  kUnsupported  ///< a valid Jinja feature this interpreter does not implement
 };
 
 class JinjaError : public std::exception {
@@ -45,6 +45,8 @@ class JinjaError : public std::exception {
 [[noreturn]] inline void fail(ErrorKind kind, std::string message, SourcePos pos = {}) {
   throw JinjaError(kind, std::move(message), pos);
 }
-[[noreturn]] inline void type_error(std::string message) { fail(ErrorKind::kType, std::move(message)); }
+[[noreturn]] inline void type_error(std::string message) {
+  fail(ErrorKind::kType, std::move(message));
+}
 
 }  // namespace geniex::jinja

@@ -40,8 +40,9 @@ TEST(JinjaErrors, UnknownFilterAndTestAreNamed) {
 }
 
 TEST(JinjaErrors, UnclosedBlocks) {
-  for (const char* src : {"{% for x in y %}abc", "{% if x %}", "{% macro m() %}", "{% set x %}abc",
-                          "{{ x ", "{% if x ", "{# comment", "{% raw %}abc", "{{ 'unterminated }}"}) {
+  for (const char* src :
+       {"{% for x in y %}abc", "{% if x %}", "{% macro m() %}", "{% set x %}abc", "{{ x ",
+        "{% if x ", "{# comment", "{% raw %}abc", "{{ 'unterminated }}"}) {
     Status s = parse_error(src);
     EXPECT_FALSE(s.ok()) << src;
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << src << ": " << s.to_string();
@@ -66,7 +67,8 @@ TEST(JinjaErrors, RaiseExceptionCarriesMessageAndPosition) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("raise_exception at 2:"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("Conversation roles must alternate"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("Conversation roles must alternate"), std::string::npos)
+      << s.message();
 }
 
 TEST(JinjaErrors, UndefinedAttributeAndTypeErrors) {
@@ -94,8 +96,11 @@ TEST(JinjaErrors, OutputSizeIsBounded) {
   RenderLimits l;
   l.max_output_bytes = 1 << 16;
   EXPECT_EQ(render_error("{{ 'x' * 100000 }}", l).code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(render_error("{% for i in range(100000) %}xxxxxxxx{% endfor %}", l).code(), StatusCode::kResourceExhausted);
-  EXPECT_EQ(render_error("{% set s = namespace(v='ab') %}{% for i in range(40) %}{% set s.v = s.v ~ s.v %}{% endfor %}", l)
+  EXPECT_EQ(render_error("{% for i in range(100000) %}xxxxxxxx{% endfor %}", l).code(),
+            StatusCode::kResourceExhausted);
+  EXPECT_EQ(render_error("{% set s = namespace(v='ab') %}{% for i in range(40) %}{% set s.v = s.v "
+                         "~ s.v %}{% endfor %}",
+                         l)
                 .code(),
             StatusCode::kResourceExhausted);
 }
@@ -103,8 +108,10 @@ TEST(JinjaErrors, OutputSizeIsBounded) {
 TEST(JinjaErrors, LoopsAndRangesAreBounded) {
   RenderLimits l;
   l.max_loop_iterations = 1000;
-  EXPECT_EQ(render_error("{% for i in range(50) %}{% for j in range(50) %}{% endfor %}{% endfor %}", l).code(),
-            StatusCode::kResourceExhausted);
+  EXPECT_EQ(
+      render_error("{% for i in range(50) %}{% for j in range(50) %}{% endfor %}{% endfor %}", l)
+          .code(),
+      StatusCode::kResourceExhausted);
   EXPECT_EQ(render_error("{{ range(1000000)|length }}").code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(render_error("{{ ([1] * 100000000)|length }}").code(), StatusCode::kResourceExhausted);
 }

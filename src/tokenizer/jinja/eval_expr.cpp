@@ -10,15 +10,18 @@ namespace geniex::jinja {
 namespace {
 
 [[noreturn]] void undefined_error(const Value& v) {
-  fail(ErrorKind::kUndefined, v.undefined_name().empty() ? "value is undefined" : v.undefined_name());
+  fail(ErrorKind::kUndefined,
+       v.undefined_name().empty() ? "value is undefined" : v.undefined_name());
 }
 
 [[noreturn]] void operand_error(const std::string& op, const Value& a, const Value& b) {
-  type_error("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
+  type_error("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" +
+             b.type_name() + "'");
 }
 
 [[noreturn]] void overflow() {
-  fail(ErrorKind::kUnsupported, "integer overflow (arbitrary precision integers are not supported)");
+  fail(ErrorKind::kUnsupported,
+       "integer overflow (arbitrary precision integers are not supported)");
 }
 
 int64_t add_i(int64_t a, int64_t b) {
@@ -61,8 +64,10 @@ double py_fmod(double a, double b) {
 
 std::string percent_format(const std::string& fmt, const Value& args) {
   std::vector<Value> list;
-  if (args.is_list() && args.as_list()->is_tuple) list = args.as_list()->items;
-  else list.push_back(args);
+  if (args.is_list() && args.as_list()->is_tuple)
+    list = args.as_list()->items;
+  else
+    list.push_back(args);
   size_t next = 0;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -76,7 +81,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       continue;
     }
     std::string spec = "%";
-    while (i < fmt.size() && std::string_view("-+ #0123456789.").find(fmt[i]) != std::string_view::npos) spec += fmt[i++];
+    while (i < fmt.size() &&
+           std::string_view("-+ #0123456789.").find(fmt[i]) != std::string_view::npos)
+      spec += fmt[i++];
     if (i >= fmt.size()) type_error("incomplete format");
     char conv = fmt[i];
     if (next >= list.size()) type_error("not enough arguments for format string");
@@ -87,7 +94,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       out += conv == 's' ? a.str() : a.repr();
     } else if (conv == 'd' || conv == 'i') {
       if (!a.is_number()) type_error("%d format: a real number is required, not " + a.type_name());
-      long long v = a.is_float() ? static_cast<long long>(a.as_float()) : static_cast<long long>(a.to_int());
+      long long v =
+          a.is_float() ? static_cast<long long>(a.as_float()) : static_cast<long long>(a.to_int());
       std::snprintf(buf, sizeof(buf), (spec + "lld").c_str(), v);
       out += buf;
     } else if (conv == 'f' || conv == 'e' || conv == 'g') {
@@ -95,7 +103,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       std::snprintf(buf, sizeof(buf), (spec + conv).c_str(), a.to_double());
       out += buf;
     } else {
-      fail(ErrorKind::kUnsupported, std::string("format conversion %") + conv + " is not supported");
+      fail(ErrorKind::kUnsupported,
+           std::string("format conversion %") + conv + " is not supported");
     }
   }
   if (next < list.size()) type_error("not all arguments converted during string formatting");
@@ -105,7 +114,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
 namespace {
 
 // Python slice index normalization (PySlice_AdjustIndices).
-std::vector<size_t> slice_indices(int64_t len, const Value& start, const Value& stop, const Value& step) {
+std::vector<size_t> slice_indices(int64_t len, const Value& start, const Value& stop,
+                                  const Value& step) {
   auto as_idx = [](const Value& v) -> std::optional<int64_t> {
     if (v.is_none() || v.is_undefined()) return std::nullopt;
     if (v.is_int() || v.is_bool()) return v.to_int();
@@ -145,14 +155,15 @@ Value Evaluator::getattr(const Value& obj, std::string_view name) {
       if (!m.is_undefined()) return m;
     }
     if (const Value* v = d.find(name)) return *v;
-    return Value::undefined("'" + std::string(d.is_namespace ? "Namespace" : "dict object") + "' has no attribute '" +
-                            std::string(name) + "'");
+    return Value::undefined("'" + std::string(d.is_namespace ? "Namespace" : "dict object") +
+                            "' has no attribute '" + std::string(name) + "'");
   }
   if (obj.is_string() || obj.is_list()) {
     Value m = get_method(obj, name);
     if (!m.is_undefined()) return m;
   }
-  return Value::undefined("'" + obj.type_name() + " object' has no attribute '" + std::string(name) + "'");
+  return Value::undefined("'" + obj.type_name() + " object' has no attribute '" +
+                          std::string(name) + "'");
 }
 
 Value Evaluator::getitem(const Value& obj, const Value& key) {
@@ -168,13 +179,16 @@ Value Evaluator::getitem(const Value& obj, const Value& key) {
       const auto& items = obj.as_list()->items;
       auto n = static_cast<int64_t>(items.size());
       if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::undefined(obj.type_name() + " object has no element " + std::to_string(key.to_int()));
+      if (i < 0 || i >= n)
+        return Value::undefined(obj.type_name() + " object has no element " +
+                                std::to_string(key.to_int()));
       return items[static_cast<size_t>(i)];
     }
     std::u32string u = utf8_decode(obj.as_string());
     auto n = static_cast<int64_t>(u.size());
     if (i < 0) i += n;
-    if (i < 0 || i >= n) return Value::undefined("str object has no element " + std::to_string(key.to_int()));
+    if (i < 0 || i >= n)
+      return Value::undefined("str object has no element " + std::to_string(key.to_int()));
     std::string s;
     utf8_append(s, u[static_cast<size_t>(i)]);
     return Value(std::move(s));
@@ -200,7 +214,8 @@ bool value_less(const Value& a, const Value& b) {
   }
   if (a.is_undefined()) undefined_error(a);
   if (b.is_undefined()) undefined_error(b);
-  type_error("'<' not supported between instances of '" + a.type_name() + "' and '" + b.type_name() + "'");
+  type_error("'<' not supported between instances of '" + a.type_name() + "' and '" +
+             b.type_name() + "'");
 }
 
 bool Evaluator::compare(const std::string& op, const Value& a, const Value& b) {
@@ -209,7 +224,8 @@ bool Evaluator::compare(const std::string& op, const Value& a, const Value& b) {
   if (op == "in" || op == "notin") {
     bool r = false;
     if (b.is_string()) {
-      if (!a.is_string()) type_error("'in <string>' requires string as left operand, not " + a.type_name());
+      if (!a.is_string())
+        type_error("'in <string>' requires string as left operand, not " + a.type_name());
       r = b.as_string().find(a.as_string()) != std::string::npos;
     } else if (b.is_list()) {
       for (const auto& x : b.as_list()->items)
@@ -245,7 +261,8 @@ Value Evaluator::eval_binary(const std::string& op, const Value& a, const Value&
     }
     if (a.is_list() && b.is_list() && a.as_list()->is_tuple == b.as_list()->is_tuple) {
       std::vector<Value> items = a.as_list()->items;
-      if (items.size() + b.as_list()->items.size() > env_.limits.max_collection) fail(ErrorKind::kLimit, "list too long");
+      if (items.size() + b.as_list()->items.size() > env_.limits.max_collection)
+        fail(ErrorKind::kLimit, "list too long");
       charge(16 * (items.size() + b.as_list()->items.size()));
       items.insert(items.end(), b.as_list()->items.begin(), b.as_list()->items.end());
       return Value::list(std::move(items), a.as_list()->is_tuple);
@@ -260,13 +277,16 @@ Value Evaluator::eval_binary(const std::string& op, const Value& a, const Value&
   if (op == "*") {
     if (ints) return Value(mul_i(a.to_int(), b.to_int()));
     if (nums) return Value(a.to_double() * b.to_double());
-    const Value* seq = (a.is_string() || a.is_list()) ? &a : (b.is_string() || b.is_list()) ? &b : nullptr;
+    const Value* seq = (a.is_string() || a.is_list())   ? &a
+                       : (b.is_string() || b.is_list()) ? &b
+                                                        : nullptr;
     const Value* cnt = seq == &a ? &b : &a;
     if (seq && (cnt->is_int() || cnt->is_bool())) {
       int64_t n = std::max<int64_t>(0, cnt->to_int());
       if (seq->is_string()) {
         const std::string& s = seq->as_string();
-        if (!s.empty() && static_cast<uint64_t>(n) > env_.limits.max_output_bytes / s.size()) check_size(SIZE_MAX);
+        if (!s.empty() && static_cast<uint64_t>(n) > env_.limits.max_output_bytes / s.size())
+          check_size(SIZE_MAX);
         check_size(s.size() * static_cast<size_t>(n));
         std::string out;
         for (int64_t i = 0; i < n; ++i) out += s;
@@ -311,7 +331,8 @@ Value Evaluator::eval_binary(const std::string& op, const Value& a, const Value&
       }
       return Value(acc);
     }
-    if (a.to_double() == 0 && b.to_double() < 0) fail(ErrorKind::kType, "0.0 cannot be raised to a negative power");
+    if (a.to_double() == 0 && b.to_double() < 0)
+      fail(ErrorKind::kType, "0.0 cannot be raised to a negative power");
     return Value(std::pow(a.to_double(), b.to_double()));
   }
   type_error("unknown operator " + op);
@@ -320,10 +341,8 @@ Value Evaluator::eval_binary(const std::string& op, const Value& a, const Value&
 Value Evaluator::eval(const Expr& e, Scope& scope) {
   try {
     switch (e.kind) {
-      case ExprKind::kLiteral:
-        return e.literal;
-      case ExprKind::kName:
-        return lookup(e.name, scope);
+      case ExprKind::kLiteral: return e.literal;
+      case ExprKind::kName: return lookup(e.name, scope);
       case ExprKind::kList:
       case ExprKind::kTuple: {
         std::vector<Value> items;
@@ -336,8 +355,7 @@ Value Evaluator::eval(const Expr& e, Scope& scope) {
           d.as_dict()->set(eval(*e.children[i], scope), eval(*e.children[i + 1], scope));
         return d;
       }
-      case ExprKind::kAttr:
-        return getattr(eval(*e.children[0], scope), e.name);
+      case ExprKind::kAttr: return getattr(eval(*e.children[0], scope), e.name);
       case ExprKind::kSubscript: {
         Value obj = eval(*e.children[0], scope);
         const Expr& idx = *e.children[1];
@@ -349,21 +367,22 @@ Value Evaluator::eval(const Expr& e, Scope& scope) {
         if (obj.is_list()) {
           const auto& items = obj.as_list()->items;
           std::vector<Value> out;
-          for (size_t k : slice_indices(static_cast<int64_t>(items.size()), parts[0], parts[1], parts[2]))
+          for (size_t k :
+               slice_indices(static_cast<int64_t>(items.size()), parts[0], parts[1], parts[2]))
             out.push_back(items[k]);
           return Value::list(std::move(out), obj.as_list()->is_tuple);
         }
         if (obj.is_string()) {
           std::u32string u = utf8_decode(obj.as_string());
           std::string out;
-          for (size_t k : slice_indices(static_cast<int64_t>(u.size()), parts[0], parts[1], parts[2]))
+          for (size_t k :
+               slice_indices(static_cast<int64_t>(u.size()), parts[0], parts[1], parts[2]))
             utf8_append(out, u[k]);
           return Value(std::move(out));
         }
         return Value::undefined("'" + obj.type_name() + "' object is not subscriptable");
       }
-      case ExprKind::kSlice:
-        type_error("slice outside of a subscript");
+      case ExprKind::kSlice: type_error("slice outside of a subscript");
       case ExprKind::kCall: {
         Value callee = eval(*e.children[0], scope);
         CallArgs args = eval_args(e, scope, 1);
@@ -386,7 +405,8 @@ Value Evaluator::eval(const Expr& e, Scope& scope) {
       case ExprKind::kUnary: {
         Value v = eval(*e.children[0], scope);
         if (v.is_undefined()) undefined_error(v);
-        if (!v.is_number()) type_error("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
+        if (!v.is_number())
+          type_error("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
         if (e.name == "+") return v.is_bool() ? Value(v.to_int()) : v;
         if (v.is_float()) return Value(-v.as_float());
         return Value(sub_i(0, v.to_int()));
@@ -410,11 +430,13 @@ Value Evaluator::eval(const Expr& e, Scope& scope) {
         Value l = eval(*e.children[0], scope);
         return l.truthy() ? l : eval(*e.children[1], scope);
       }
-      case ExprKind::kNot:
-        return Value(!eval(*e.children[0], scope).truthy());
+      case ExprKind::kNot: return Value(!eval(*e.children[0], scope).truthy());
       case ExprKind::kCond:
         if (eval(*e.children[0], scope).truthy()) return eval(*e.children[1], scope);
-        return e.children[2] ? eval(*e.children[2], scope) : Value::undefined("the inline if-expression evaluated to false and no else section was defined.");
+        return e.children[2] ? eval(*e.children[2], scope)
+                             : Value::undefined(
+                                   "the inline if-expression evaluated to false and no else "
+                                   "section was defined.");
       case ExprKind::kConcat: {
         std::string out;
         for (const auto& c : e.children) {

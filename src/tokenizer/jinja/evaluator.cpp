@@ -42,25 +42,29 @@ std::string Evaluator::render(const Body& body) {
 
 void Evaluator::check_size(size_t bytes) {
   if (bytes > env_.limits.max_output_bytes)
-    fail(ErrorKind::kLimit, "output or string exceeds " + std::to_string(env_.limits.max_output_bytes) + " bytes");
+    fail(ErrorKind::kLimit,
+         "output or string exceeds " + std::to_string(env_.limits.max_output_bytes) + " bytes");
   charge(bytes);
 }
 
 void Evaluator::charge(uint64_t bytes) {
   work_ += bytes;
   if (work_ > env_.limits.max_work_bytes)
-    fail(ErrorKind::kLimit, "template did more than " + std::to_string(env_.limits.max_work_bytes) + " bytes of work");
+    fail(ErrorKind::kLimit,
+         "template did more than " + std::to_string(env_.limits.max_work_bytes) + " bytes of work");
 }
 
 void Evaluator::count_iterations(uint64_t n) {
   iterations_ += n;
   if (iterations_ > env_.limits.max_loop_iterations)
-    fail(ErrorKind::kLimit, "more than " + std::to_string(env_.limits.max_loop_iterations) + " loop iterations");
+    fail(ErrorKind::kLimit,
+         "more than " + std::to_string(env_.limits.max_loop_iterations) + " loop iterations");
 }
 
 void Evaluator::emit(std::string_view text) {
   if (out_->size() + text.size() > env_.limits.max_output_bytes)
-    fail(ErrorKind::kLimit, "output exceeds " + std::to_string(env_.limits.max_output_bytes) + " bytes");
+    fail(ErrorKind::kLimit,
+         "output exceeds " + std::to_string(env_.limits.max_output_bytes) + " bytes");
   charge(text.size());
   out_->append(text);
 }
@@ -93,25 +97,21 @@ Evaluator::Flow Evaluator::exec_body(const Body& body, Scope& scope) {
 Evaluator::Flow Evaluator::exec(const Stmt& s, Scope& scope) {
   cur_pos_ = s.pos;
   switch (s.kind) {
-    case StmtKind::kText:
-      emit(s.text);
-      break;
+    case StmtKind::kText: emit(s.text); break;
     case StmtKind::kOutput: {
       Value v = eval(*s.expr, scope);
-      if (v.is_string()) emit(v.as_string());
-      else emit(v.str());
+      if (v.is_string())
+        emit(v.as_string());
+      else
+        emit(v.str());
       break;
     }
     case StmtKind::kIf:
       for (const auto& [cond, body] : s.branches)
         if (eval(*cond, scope).truthy()) return exec_body(body, scope);
       return exec_body(s.else_body, scope);
-    case StmtKind::kFor:
-      exec_for(s, scope);
-      break;
-    case StmtKind::kSet:
-      assign(s.target, eval(*s.expr, scope), scope);
-      break;
+    case StmtKind::kFor: exec_for(s, scope); break;
+    case StmtKind::kSet: assign(s.target, eval(*s.expr, scope), scope); break;
     case StmtKind::kSetBlock: {
       Value v(capture(s.body, scope));
       if (s.expr) {
@@ -137,9 +137,7 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Scope& scope) {
       emit(v.str());
       break;
     }
-    case StmtKind::kMacro:
-      scope.set(s.text, make_macro(s));
-      break;
+    case StmtKind::kMacro: scope.set(s.text, make_macro(s)); break;
     case StmtKind::kCallBlock: {
       const Expr& call_expr = *s.expr;
       Value callee = eval(*call_expr.children[0], scope);
@@ -154,9 +152,13 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Scope& scope) {
             local.parent = outer;
             for (size_t i = 0; i < stmt->params.size(); ++i) {
               const Value* v = a.get(i, stmt->params[i]);
-              if (v) local.set(stmt->params[i], *v);
-              else if (stmt->defaults[i]) local.set(stmt->params[i], ev.eval(*stmt->defaults[i], local));
-              else local.set(stmt->params[i], Value::undefined("'" + stmt->params[i] + "' is undefined"));
+              if (v)
+                local.set(stmt->params[i], *v);
+              else if (stmt->defaults[i])
+                local.set(stmt->params[i], ev.eval(*stmt->defaults[i], local));
+              else
+                local.set(stmt->params[i],
+                          Value::undefined("'" + stmt->params[i] + "' is undefined"));
             }
             return Value(ev.capture(stmt->body, local));
           },
@@ -166,10 +168,8 @@ Evaluator::Flow Evaluator::exec(const Stmt& s, Scope& scope) {
       emit(call(callee, args).str());
       break;
     }
-    case StmtKind::kBreak:
-      return Flow::kBreak;
-    case StmtKind::kContinue:
-      return Flow::kContinue;
+    case StmtKind::kBreak: return Flow::kBreak;
+    case StmtKind::kContinue: return Flow::kContinue;
     case StmtKind::kScope: {
       // transformers implements {% generation %} as a call block: a child scope.
       Scope local;
@@ -196,9 +196,11 @@ void Evaluator::assign(const Target& t, Value v, Scope& scope) {
   }
   std::vector<Value> items = iterate(v);
   if (items.size() != t.names.size())
-    fail(ErrorKind::kType, items.size() < t.names.size()
-                               ? "not enough values to unpack (expected " + std::to_string(t.names.size()) + ", got " + std::to_string(items.size()) + ")"
-                               : "too many values to unpack (expected " + std::to_string(t.names.size()) + ")");
+    fail(ErrorKind::kType,
+         items.size() < t.names.size()
+             ? "not enough values to unpack (expected " + std::to_string(t.names.size()) +
+                   ", got " + std::to_string(items.size()) + ")"
+             : "too many values to unpack (expected " + std::to_string(t.names.size()) + ")");
   for (size_t i = 0; i < items.size(); ++i) scope.set(t.names[i], std::move(items[i]));
 }
 
@@ -284,7 +286,8 @@ Value Evaluator::lookup(std::string_view name, Scope& scope) {
 
 CallArgs Evaluator::eval_args(const Expr& e, Scope& scope, size_t first) {
   CallArgs args;
-  for (size_t i = first; i < e.children.size(); ++i) args.positional.push_back(eval(*e.children[i], scope));
+  for (size_t i = first; i < e.children.size(); ++i)
+    args.positional.push_back(eval(*e.children[i], scope));
   for (const auto& [k, v] : e.kwargs) args.keyword.emplace_back(k, eval(*v, scope));
   return args;
 }
@@ -315,8 +318,10 @@ Value Evaluator::make_macro(const Stmt& s) {
         CallArgs rest;
         rest.positional = args.positional;
         for (const auto& kv : args.keyword) {
-          if (kv.first == "caller") caller = &kv.second;
-          else rest.keyword.push_back(kv);
+          if (kv.first == "caller")
+            caller = &kv.second;
+          else
+            rest.keyword.push_back(kv);
         }
         return ev.invoke_macro(*stmt, rest, caller);
       },
@@ -334,7 +339,8 @@ Value Evaluator::invoke_macro(const Stmt& s, const CallArgs& args, const Value* 
     bool is_param = false;
     for (size_t i = 0; i < np; ++i) {
       if (s.params[i] == k) {
-        if (i < args.positional.size()) type_error("macro '" + s.text + "' got multiple values for argument '" + k + "'");
+        if (i < args.positional.size())
+          type_error("macro '" + s.text + "' got multiple values for argument '" + k + "'");
         is_param = true;
       }
     }
@@ -343,12 +349,16 @@ Value Evaluator::invoke_macro(const Stmt& s, const CallArgs& args, const Value* 
   if (!varargs.empty())
     type_error("macro '" + s.text + "' takes not more than " + std::to_string(np) + " argument(s)");
   if (!kwargs->items.empty())
-    type_error("macro '" + s.text + "' takes no keyword argument '" + kwargs->items[0].first.as_string() + "'");
+    type_error("macro '" + s.text + "' takes no keyword argument '" +
+               kwargs->items[0].first.as_string() + "'");
   for (size_t i = 0; i < np; ++i) {
     const Value* v = args.get(i, s.params[i]);
-    if (v) local.set(s.params[i], *v);
-    else if (s.defaults[i]) local.set(s.params[i], eval(*s.defaults[i], local));
-    else local.set(s.params[i], Value::undefined("'" + s.params[i] + "' is undefined"));
+    if (v)
+      local.set(s.params[i], *v);
+    else if (s.defaults[i])
+      local.set(s.params[i], eval(*s.defaults[i], local));
+    else
+      local.set(s.params[i], Value::undefined("'" + s.params[i] + "' is undefined"));
   }
   if (caller) local.set("caller", *caller);
   SourcePos saved = cur_pos_;

@@ -17,11 +17,11 @@ namespace geniex::jinja {
 
 /// Budgets that keep hostile templates from exhausting the machine.
 struct RenderLimits {
-  size_t max_output_bytes = size_t{16} << 20;  ///< any rendered or built string
-  int max_call_depth = 64;                      ///< nested macro / caller / filter-block calls
-  uint64_t max_loop_iterations = 1'000'000;     ///< loop bodies run, all loops together
-  size_t max_range = 100'000;                   ///< range() length (jinja2's sandbox MAX_RANGE)
-  size_t max_collection = 1'000'000;            ///< elements of a list built by * or +
+  size_t max_output_bytes = size_t{16} << 20;     ///< any rendered or built string
+  int max_call_depth = 64;                        ///< nested macro / caller / filter-block calls
+  uint64_t max_loop_iterations = 1'000'000;       ///< loop bodies run, all loops together
+  size_t max_range = 100'000;                     ///< range() length (jinja2's sandbox MAX_RANGE)
+  size_t max_collection = 1'000'000;              ///< elements of a list built by * or +
   uint64_t max_work_bytes = uint64_t{256} << 20;  ///< bytes of strings/lists built, all together
 };
 

@@ -39,16 +39,20 @@ Value get_path(Evaluator& ev, const Value& item, const std::string& path) {
   size_t start = 0;
   while (true) {
     size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-    cur = numeric ? ev.getitem(cur, Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))))
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    bool numeric = !part.empty() && std::all_of(part.begin(), part.end(),
+                                                [](char c) { return c >= '0' && c <= '9'; });
+    cur = numeric ? ev.getitem(cur,
+                               Value(static_cast<int64_t>(std::strtoll(part.c_str(), nullptr, 10))))
                   : ev.getitem(cur, Value(part));
     if (dot == std::string::npos) return cur;
     start = dot + 1;
   }
 }
 
-Value sort_key(Evaluator& ev, const Value& v, const std::optional<std::string>& attr, bool case_sensitive) {
+Value sort_key(Evaluator& ev, const Value& v, const std::optional<std::string>& attr,
+               bool case_sensitive) {
   Value k = attr ? get_path(ev, v, *attr) : v;
   if (!case_sensitive && k.is_string()) return Value(py_lower(k.as_string()));
   return k;
@@ -89,7 +93,9 @@ Value f_batch(Evaluator& ev, const Value& v, const CallArgs& a) {
   return Value::list(std::move(out));
 }
 
-Value f_capitalize(Evaluator&, const Value& v, const CallArgs&) { return Value(py_capitalize(need_str(v))); }
+Value f_capitalize(Evaluator&, const Value& v, const CallArgs&) {
+  return Value(py_capitalize(need_str(v)));
+}
 
 Value f_center(Evaluator& ev, const Value& v, const CallArgs& a) {
   std::string s = need_str(v);
@@ -99,7 +105,8 @@ Value f_center(Evaluator& ev, const Value& v, const CallArgs& a) {
   ev.check_size(static_cast<size_t>(width));
   int64_t pad = width - len;
   int64_t left = pad / 2 + (pad & width & 1);
-  return Value(std::string(static_cast<size_t>(left), ' ') + s + std::string(static_cast<size_t>(pad - left), ' '));
+  return Value(std::string(static_cast<size_t>(left), ' ') + s +
+               std::string(static_cast<size_t>(pad - left), ' '));
 }
 
 Value f_default(Evaluator&, const Value& v, const CallArgs& a) {
@@ -174,7 +181,10 @@ Value f_format(Evaluator&, const Value& v, const CallArgs& a) {
 Value f_indent(Evaluator&, const Value& v, const CallArgs& a) {
   std::string s = need_str(v);
   const Value* w = arg(a, 0, "width");
-  std::string ind = w && w->is_string() ? w->as_string() : std::string(static_cast<size_t>(std::max<int64_t>(0, w ? w->to_int() : 4)), ' ');
+  std::string ind =
+      w && w->is_string()
+          ? w->as_string()
+          : std::string(static_cast<size_t>(std::max<int64_t>(0, w ? w->to_int() : 4)), ' ');
   bool first = arg_bool(a, 1, "first", false);
   bool blank = arg_bool(a, 2, "blank", false);
   s += "\n";
@@ -216,7 +226,8 @@ Value f_int(Evaluator&, const Value& v, const CallArgs& a) {
       char* end = nullptr;
       errno = 0;
       long long r = std::strtoll(digits.c_str(), &end, static_cast<int>(base));
-      if (end == digits.c_str() + digits.size() && errno == 0) return Value(static_cast<int64_t>(r));
+      if (end == digits.c_str() + digits.size() && errno == 0)
+        return Value(static_cast<int64_t>(r));
       double x = std::strtod(digits.c_str(), &end);
       if (end == digits.c_str() + digits.size() && std::isfinite(x) && std::fabs(x) < 9.2e18)
         return Value(static_cast<int64_t>(x));
@@ -290,7 +301,8 @@ Value minmax(Evaluator& ev, const Value& v, const CallArgs& a, bool want_max) {
   bool cs = arg_bool(a, 0, "case_sensitive", false);
   std::optional<std::string> attr = arg_str(a, 1, "attribute");
   std::vector<Value> items = to_list(ev, v);
-  if (items.empty()) return Value::undefined(std::string("No aggregated item, sequence was empty."));
+  if (items.empty())
+    return Value::undefined(std::string("No aggregated item, sequence was empty."));
   size_t best = 0;
   for (size_t i = 1; i < items.size(); ++i) {
     Value ki = sort_key(ev, items[i], attr, cs), kb = sort_key(ev, items[best], attr, cs);
@@ -315,7 +327,8 @@ Value select_impl(Evaluator& ev, const Value& v, const CallArgs& a, bool by_attr
     std::string name = a.positional[k].str();
     test = find_test(name);
     if (!test) fail(ErrorKind::kType, "No test named '" + name + "'.");
-    targs.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(k + 1), a.positional.end());
+    targs.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(k + 1),
+                            a.positional.end());
     targs.keyword = a.keyword;
   }
   std::vector<Value> out;
@@ -326,17 +339,26 @@ Value select_impl(Evaluator& ev, const Value& v, const CallArgs& a, bool by_attr
   }
   return Value::list(std::move(out));
 }
-Value f_select(Evaluator& ev, const Value& v, const CallArgs& a) { return select_impl(ev, v, a, false, true); }
-Value f_reject(Evaluator& ev, const Value& v, const CallArgs& a) { return select_impl(ev, v, a, false, false); }
-Value f_selectattr(Evaluator& ev, const Value& v, const CallArgs& a) { return select_impl(ev, v, a, true, true); }
-Value f_rejectattr(Evaluator& ev, const Value& v, const CallArgs& a) { return select_impl(ev, v, a, true, false); }
+Value f_select(Evaluator& ev, const Value& v, const CallArgs& a) {
+  return select_impl(ev, v, a, false, true);
+}
+Value f_reject(Evaluator& ev, const Value& v, const CallArgs& a) {
+  return select_impl(ev, v, a, false, false);
+}
+Value f_selectattr(Evaluator& ev, const Value& v, const CallArgs& a) {
+  return select_impl(ev, v, a, true, true);
+}
+Value f_rejectattr(Evaluator& ev, const Value& v, const CallArgs& a) {
+  return select_impl(ev, v, a, true, false);
+}
 
 Value f_replace(Evaluator& ev, const Value& v, const CallArgs& a) {
   const Value* o = arg(a, 0, "old");
   const Value* n = arg(a, 1, "new");
   if (!o || !n) type_error("replace() missing arguments");
   const Value* c = arg(a, 2, "count");
-  std::string r = py_replace(need_str(v), o->str(), n->str(), c && !c->is_none() ? c->to_int() : -1);
+  std::string r =
+      py_replace(need_str(v), o->str(), n->str(), c && !c->is_none() ? c->to_int() : -1);
   ev.check_size(r.size());
   return Value(std::move(r));
 }
@@ -396,14 +418,17 @@ Value f_sum(Evaluator& ev, const Value& v, const CallArgs& a) {
   for (auto& item : to_list(ev, v)) {
     Value x = attr ? get_path(ev, item, *attr) : item;
     if (!acc.is_number() || !x.is_number()) type_error("unsupported operand type(s) for +");
-    if (acc.is_float() || x.is_float()) acc = Value(acc.to_double() + x.to_double());
-    else acc = Value(acc.to_int() + x.to_int());
+    if (acc.is_float() || x.is_float())
+      acc = Value(acc.to_double() + x.to_double());
+    else
+      acc = Value(acc.to_int() + x.to_int());
   }
   return acc;
 }
 
 Value f_title(Evaluator&, const Value& v, const CallArgs&) {
-  // jinja2: split on runs of [-\s({\[<], uppercase the first char of each piece, lowercase the rest.
+  // jinja2: split on runs of [-\s({\[<], uppercase the first char of each piece, lowercase the
+  // rest.
   std::u32string u = utf8_decode(need_str(v));
   bool at_start = true;
   std::string out;
@@ -426,13 +451,17 @@ Value f_tojson(Evaluator& ev, const Value& v, const CallArgs& a) {
   JsonOptions o;
   const Value* ind = arg(a, 0, "indent");
   if (ind && !ind->is_none()) {
-    if (ind->is_string()) o.indent = ind->as_string();
-    else o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(ind->to_int(), 0, 1000)), ' ');
+    if (ind->is_string())
+      o.indent = ind->as_string();
+    else
+      o.indent = std::string(static_cast<size_t>(std::clamp<int64_t>(ind->to_int(), 0, 1000)), ' ');
     o.item_sep = ",";
   }
   for (const auto& [k, val] : a.keyword) {
-    if (k == "ensure_ascii") o.ensure_ascii = val.truthy();
-    else if (k == "sort_keys") o.sort_keys = val.truthy();
+    if (k == "ensure_ascii")
+      o.ensure_ascii = val.truthy();
+    else if (k == "sort_keys")
+      o.sort_keys = val.truthy();
     else if (k == "separators" && val.is_list() && val.as_list()->items.size() == 2) {
       o.item_sep = val.as_list()->items[0].str();
       o.key_sep = val.as_list()->items[1].str();
@@ -468,8 +497,8 @@ Value f_wordcount(Evaluator&, const Value& v, const CallArgs&) {
   int64_t n = 0;
   bool in_word = false;
   for (char32_t c : utf8_decode(need_str(v))) {
-    bool w = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-             (c > 0x7f && !is_py_space(c));
+    bool w = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+             c == '_' || (c > 0x7f && !is_py_space(c));
     if (w && !in_word) ++n;
     in_word = w;
   }
@@ -481,17 +510,48 @@ struct FilterEntry {
   FilterFn fn;
 };
 const FilterEntry kFilters[] = {
-    {"abs", f_abs},         {"attr", f_attr},         {"batch", f_batch},       {"capitalize", f_capitalize},
-    {"center", f_center},   {"count", f_length},      {"d", f_default},         {"default", f_default},
-    {"dictsort", f_dictsort}, {"e", f_escape},        {"escape", f_escape},     {"first", f_first},
-    {"float", f_float},     {"format", f_format},      {"indent", f_indent},     {"int", f_int},
-    {"items", f_items},     {"join", f_join},         {"last", f_last},         {"length", f_length},
-    {"list", f_list},       {"lower", f_lower},       {"map", f_map},           {"max", f_max},
-    {"min", f_min},         {"reject", f_reject},     {"rejectattr", f_rejectattr}, {"replace", f_replace},
-    {"reverse", f_reverse}, {"round", f_round},       {"safe", f_safe},         {"select", f_select},
-    {"selectattr", f_selectattr}, {"sort", f_sort},   {"string", f_string},     {"sum", f_sum},
-    {"title", f_title},     {"tojson", f_tojson},     {"trim", f_trim},         {"unique", f_unique},
-    {"upper", f_upper},     {"wordcount", f_wordcount},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", f_batch},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"first", f_first},
+    {"float", f_float},
+    {"format", f_format},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"wordcount", f_wordcount},
 };
 
 // ---- tests ----------------------------------------------------------------
@@ -509,12 +569,15 @@ bool t_integer(Evaluator&, const Value& v, const CallArgs&) { return v.is_int();
 bool t_float(Evaluator&, const Value& v, const CallArgs&) { return v.is_float(); }
 bool t_number(Evaluator&, const Value& v, const CallArgs&) { return v.is_number(); }
 bool t_string(Evaluator&, const Value& v, const CallArgs&) { return v.is_string(); }
-bool t_mapping(Evaluator&, const Value& v, const CallArgs&) { return v.is_dict() && !v.as_dict()->is_namespace; }
+bool t_mapping(Evaluator&, const Value& v, const CallArgs&) {
+  return v.is_dict() && !v.as_dict()->is_namespace;
+}
 bool t_iterable(Evaluator&, const Value& v, const CallArgs&) {
   return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
 }
 bool t_sequence(Evaluator&, const Value& v, const CallArgs&) {
-  return v.is_string() || v.is_list() || (v.is_dict() && !v.as_dict()->is_namespace) || v.is_undefined();
+  return v.is_string() || v.is_list() || (v.is_dict() && !v.as_dict()->is_namespace) ||
+         v.is_undefined();
 }
 bool t_callable(Evaluator&, const Value& v, const CallArgs&) { return v.is_callable(); }
 bool t_even(Evaluator&, const Value& v, const CallArgs&) {
@@ -564,24 +627,57 @@ bool t_upper(Evaluator&, const Value& v, const CallArgs&) {
   return py_upper(s) == s && py_lower(s) != s;
 }
 bool t_escaped(Evaluator&, const Value&, const CallArgs&) { return false; }
-bool t_filter(Evaluator&, const Value& v, const CallArgs&) { return v.is_string() && find_filter(v.as_string()); }
-bool t_test(Evaluator&, const Value& v, const CallArgs&) { return v.is_string() && find_test(v.as_string()); }
+bool t_filter(Evaluator&, const Value& v, const CallArgs&) {
+  return v.is_string() && find_filter(v.as_string());
+}
+bool t_test(Evaluator&, const Value& v, const CallArgs&) {
+  return v.is_string() && find_test(v.as_string());
+}
 
 struct TestEntry {
   const char* name;
   TestFn fn;
 };
 const TestEntry kTests[] = {
-    {"defined", t_defined}, {"undefined", t_undefined}, {"none", t_none},     {"boolean", t_boolean},
-    {"false", t_false},     {"true", t_true},           {"integer", t_integer}, {"float", t_float},
-    {"number", t_number},   {"string", t_string},       {"mapping", t_mapping}, {"iterable", t_iterable},
-    {"sequence", t_sequence}, {"callable", t_callable}, {"even", t_even},     {"odd", t_odd},
-    {"divisibleby", t_divisibleby}, {"eq", t_eq},       {"equalto", t_eq},    {"==", t_eq},
-    {"ne", t_ne},           {"!=", t_ne},               {"lt", t_lt},         {"lessthan", t_lt},
-    {"<", t_lt},            {"gt", t_gt},               {"greaterthan", t_gt}, {">", t_gt},
-    {"le", t_le},           {"<=", t_le},               {"ge", t_ge},         {">=", t_ge},
-    {"in", t_in},           {"sameas", t_sameas},       {"lower", t_lower},   {"upper", t_upper},
-    {"escaped", t_escaped}, {"filter", t_filter},       {"test", t_test},
+    {"defined", t_defined},
+    {"undefined", t_undefined},
+    {"none", t_none},
+    {"boolean", t_boolean},
+    {"false", t_false},
+    {"true", t_true},
+    {"integer", t_integer},
+    {"float", t_float},
+    {"number", t_number},
+    {"string", t_string},
+    {"mapping", t_mapping},
+    {"iterable", t_iterable},
+    {"sequence", t_sequence},
+    {"callable", t_callable},
+    {"even", t_even},
+    {"odd", t_odd},
+    {"divisibleby", t_divisibleby},
+    {"eq", t_eq},
+    {"equalto", t_eq},
+    {"==", t_eq},
+    {"ne", t_ne},
+    {"!=", t_ne},
+    {"lt", t_lt},
+    {"lessthan", t_lt},
+    {"<", t_lt},
+    {"gt", t_gt},
+    {"greaterthan", t_gt},
+    {">", t_gt},
+    {"le", t_le},
+    {"<=", t_le},
+    {"ge", t_ge},
+    {">=", t_ge},
+    {"in", t_in},
+    {"sameas", t_sameas},
+    {"lower", t_lower},
+    {"upper", t_upper},
+    {"escaped", t_escaped},
+    {"filter", t_filter},
+    {"test", t_test},
 };
 
 }  // namespace

@@ -74,11 +74,15 @@ std::string unescape(std::string_view body, size_t offset, const LineMap& lines)
     }
     char e = body[++i];
     auto hex = [&](size_t n) -> char32_t {
-      if (i + n >= body.size()) fail(ErrorKind::kSyntax, "truncated \\x/\\u escape in string", lines.pos(offset));
+      if (i + n >= body.size())
+        fail(ErrorKind::kSyntax, "truncated \\x/\\u escape in string", lines.pos(offset));
       char32_t v = 0;
       for (size_t k = 1; k <= n; ++k) {
         char h = body[i + k];
-        int d = is_digit(h) ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+        int d = is_digit(h)              ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                         : -1;
         if (d < 0) fail(ErrorKind::kSyntax, "invalid \\x/\\u escape in string", lines.pos(offset));
         v = v * 16 + static_cast<char32_t>(d);
       }
@@ -101,14 +105,16 @@ std::string unescape(std::string_view body, size_t offset, const LineMap& lines)
       case 'u': utf8_append(out, hex(4)); break;
       case 'U': {
         char32_t v = hex(8);
-        if (v > 0x10ffff) fail(ErrorKind::kSyntax, "invalid \\U escape in string", lines.pos(offset));
+        if (v > 0x10ffff)
+          fail(ErrorKind::kSyntax, "invalid \\U escape in string", lines.pos(offset));
         utf8_append(out, v);
         break;
       }
       default:
         if (e >= '0' && e <= '7') {
           char32_t v = static_cast<char32_t>(e - '0');
-          for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7'; ++k)
+          for (int k = 0; k < 2 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7';
+               ++k)
             v = v * 8 + static_cast<char32_t>(body[++i] - '0');
           utf8_append(out, v);
         } else {
@@ -178,7 +184,8 @@ class Lexer {
     size_t after = p + (sign ? 1 : 0) + 2;
     if (sign == '-') {
       after += space_run(s_, after);
-    } else if (sign != '+' && block_like && opts_.trim_blocks && after < s_.size() && s_[after] == '\n') {
+    } else if (sign != '+' && block_like && opts_.trim_blocks && after < s_.size() &&
+               s_[after] == '\n') {
       ++after;
     }
     pos_ = after;
@@ -187,7 +194,8 @@ class Lexer {
 
   void lex_comment(size_t k, size_t body) {
     size_t e = s_.find("#}", body);
-    if (e == std::string_view::npos) fail(ErrorKind::kSyntax, "Missing end of comment tag", lines_.pos(k));
+    if (e == std::string_view::npos)
+      fail(ErrorKind::kSyntax, "Missing end of comment tag", lines_.pos(k));
     char sign = 0;
     if (e > body && (s_[e - 1] == '-' || s_[e - 1] == '+')) sign = s_[e - 1];
     finish_end(sign ? e - 1 : e, sign, true);
@@ -195,7 +203,8 @@ class Lexer {
 
   bool try_raw(size_t k, size_t body) {
     size_t p = body + space_run(s_, body);
-    if (s_.compare(p, 3, "raw") != 0 || (p + 3 < s_.size() && is_name_char(s_[p + 3]))) return false;
+    if (s_.compare(p, 3, "raw") != 0 || (p + 3 < s_.size() && is_name_char(s_[p + 3])))
+      return false;
     p += 3;
     p += space_run(s_, p);
     if (s_.compare(p, 3, "-%}") == 0) {
@@ -210,7 +219,8 @@ class Lexer {
     size_t search = p;
     while (true) {
       size_t t = s_.find("{%", search);
-      if (t == std::string_view::npos) fail(ErrorKind::kSyntax, "Missing end of raw directive", lines_.pos(k));
+      if (t == std::string_view::npos)
+        fail(ErrorKind::kSyntax, "Missing end of raw directive", lines_.pos(k));
       size_t q = t + 2;
       char sign = (q < s_.size() && (s_[q] == '-' || s_[q] == '+')) ? s_[q] : 0;
       if (sign) ++q;
@@ -302,10 +312,12 @@ class Lexer {
           if (c == '(' || c == '[' || c == '{') {
             balance.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
           } else if (c == ')' || c == ']' || c == '}') {
-            if (balance.empty()) fail(ErrorKind::kSyntax, std::string("unexpected '") + c + "'", lines_.pos(p));
+            if (balance.empty())
+              fail(ErrorKind::kSyntax, std::string("unexpected '") + c + "'", lines_.pos(p));
             if (balance.back() != c)
               fail(ErrorKind::kSyntax,
-                   std::string("unexpected '") + c + "', expected '" + balance.back() + "'", lines_.pos(p));
+                   std::string("unexpected '") + c + "', expected '" + balance.back() + "'",
+                   lines_.pos(p));
             balance.pop_back();
           }
         }
@@ -318,7 +330,8 @@ class Lexer {
   size_t lex_number(size_t p) {
     auto digits = [&](size_t q) {
       size_t e = q;
-      while (e < s_.size() && (is_digit(s_[e]) || (s_[e] == '_' && e + 1 < s_.size() && is_digit(s_[e + 1]) && e > q)))
+      while (e < s_.size() && (is_digit(s_[e]) ||
+                               (s_[e] == '_' && e + 1 < s_.size() && is_digit(s_[e + 1]) && e > q)))
         ++e;
       return e;
     };

@@ -12,12 +12,24 @@
 namespace geniex::jinja {
 
 struct LexOptions {
-  bool trim_blocks = true;     ///< drop the first newline after a block or comment tag
-  bool lstrip_blocks = true;   ///< drop spaces/tabs before a block or comment tag on its line
+  bool trim_blocks = true;    ///< drop the first newline after a block or comment tag
+  bool lstrip_blocks = true;  ///< drop spaces/tabs before a block or comment tag on its line
   bool keep_trailing_newline = false;
 };
 
-enum class TokType { kText, kVarBegin, kVarEnd, kBlockBegin, kBlockEnd, kName, kString, kInt, kFloat, kOp, kEof };
+enum class TokType {
+  kText,
+  kVarBegin,
+  kVarEnd,
+  kBlockBegin,
+  kBlockEnd,
+  kName,
+  kString,
+  kInt,
+  kFloat,
+  kOp,
+  kEof
+};
 
 struct Token {
   TokType type;

@@ -1,7 +1,8 @@
 // Lexer: tokens, string escapes, and whitespace control as jinja2 applies it.
+#include "tokenizer/jinja/lexer.h"
+
 #include <gtest/gtest.h>
 
-#include "tokenizer/jinja/lexer.h"
 #include "tokenizer/jinja/template.h"
 
 namespace geniex::jinja {
@@ -45,7 +46,9 @@ TEST(JinjaLexer, StringEscapesFollowPython) {
   EXPECT_EQ(render(R"({{ "x" 'y' }})"), "xy");
 }
 
-TEST(JinjaLexer, DictLiteralBracesDoNotCloseTag) { EXPECT_EQ(render("{{ {'a': {'b': 1}}['a'] }}"), "{'b': 1}"); }
+TEST(JinjaLexer, DictLiteralBracesDoNotCloseTag) {
+  EXPECT_EQ(render("{{ {'a': {'b': 1}}['a'] }}"), "{'b': 1}");
+}
 
 TEST(JinjaLexer, WhitespaceControl) {
   EXPECT_EQ(render("a  {{- 'b' -}}  c"), "abc");

@@ -27,7 +27,8 @@ bool affix_match(const std::string& s, const Value& what, bool prefix) {
     if (!p.is_string()) type_error("startswith/endswith first arg must be str or a tuple of str");
     const std::string& x = p.as_string();
     if (x.size() > s.size()) return false;
-    return prefix ? s.compare(0, x.size(), x) == 0 : s.compare(s.size() - x.size(), x.size(), x) == 0;
+    return prefix ? s.compare(0, x.size(), x) == 0
+                  : s.compare(s.size() - x.size(), x.size(), x) == 0;
   };
   if (what.is_list()) {
     for (const auto& p : what.as_list()->items)
@@ -85,7 +86,8 @@ Value str_method(const std::string& s, std::string_view name, Evaluator& ev, con
   if (name == "split" || name == "rsplit") {
     const Value* m = a.get(1, "maxsplit");
     int64_t maxsplit = m ? m->to_int() : -1;
-    if (name == "rsplit" && maxsplit >= 0) fail(ErrorKind::kUnsupported, "rsplit with maxsplit is not supported");
+    if (name == "rsplit" && maxsplit >= 0)
+      fail(ErrorKind::kUnsupported, "rsplit with maxsplit is not supported");
     std::vector<Value> out;
     for (auto& p : py_split(s, opt_str(a, 0, "sep"), maxsplit)) out.emplace_back(std::move(p));
     return Value::list(std::move(out));
@@ -123,7 +125,8 @@ Value str_method(const std::string& s, std::string_view name, Evaluator& ev, con
     std::string out;
     bool first = true;
     for (const auto& x : ev.iterate(*it)) {
-      if (!x.is_string()) type_error("sequence item: expected str instance, " + x.type_name() + " found");
+      if (!x.is_string())
+        type_error("sequence item: expected str instance, " + x.type_name() + " found");
       if (!first) out += s;
       first = false;
       out += x.as_string();
@@ -163,17 +166,19 @@ Value str_method(const std::string& s, std::string_view name, Evaluator& ev, con
   if (name == "isspace") return all([](char32_t c) { return is_py_space(c); });
   if (name == "isalpha") return all([](char32_t c) { return (c | 32) >= 'a' && (c | 32) <= 'z'; });
   if (name == "isalnum")
-    return all([](char32_t c) { return ((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9'); });
+    return all(
+        [](char32_t c) { return ((c | 32) >= 'a' && (c | 32) <= 'z') || (c >= '0' && c <= '9'); });
   if (name == "islower") return Value(py_lower(s) == s && py_upper(s) != s);
   if (name == "isupper") return Value(py_upper(s) == s && py_lower(s) != s);
   type_error("'str' object has no attribute '" + std::string(name) + "'");
 }
 
 bool is_str_method(std::string_view n) {
-  static const char* kNames[] = {"strip", "lstrip", "rstrip", "split", "rsplit", "startswith", "endswith",
-                                 "upper", "lower", "title", "capitalize", "replace", "find", "rfind",
-                                 "count", "join", "format", "removeprefix", "removesuffix", "splitlines",
-                                 "isdigit", "isspace", "isalpha", "isalnum", "islower", "isupper"};
+  static const char* kNames[] = {
+      "strip",   "lstrip",  "rstrip",  "split",        "rsplit",       "startswith", "endswith",
+      "upper",   "lower",   "title",   "capitalize",   "replace",      "find",       "rfind",
+      "count",   "join",    "format",  "removeprefix", "removesuffix", "splitlines", "isdigit",
+      "isspace", "isalpha", "isalnum", "islower",      "isupper"};
   for (const char* k : kNames)
     if (n == k) return true;
   return false;
@@ -184,8 +189,10 @@ Value dict_method(const Value& obj, std::string_view name, const CallArgs& a) {
   if (name == "items" || name == "keys" || name == "values") {
     std::vector<Value> out;
     for (const auto& [k, v] : d.items) {
-      if (name == "items") out.push_back(Value::list({k, v}, true));
-      else out.push_back(name == "keys" ? k : v);
+      if (name == "items")
+        out.push_back(Value::list({k, v}, true));
+      else
+        out.push_back(name == "keys" ? k : v);
     }
     return Value::list(std::move(out));
   }
@@ -209,11 +216,13 @@ Value get_method(const Value& obj, std::string_view name) {
   }
   if (obj.is_dict() && (name == "items" || name == "keys" || name == "values" || name == "get")) {
     Value self = obj;
-    return Value::function(n, [self, n](Evaluator&, const CallArgs& a) { return dict_method(self, n, a); });
+    return Value::function(
+        n, [self, n](Evaluator&, const CallArgs& a) { return dict_method(self, n, a); });
   }
   if (obj.is_dict() || obj.is_list()) {
-    static const char* kMutators[] = {"append", "extend", "insert", "pop",    "remove", "clear",
-                                      "sort",   "reverse", "update", "setdefault", "popitem"};
+    static const char* kMutators[] = {"append", "extend",     "insert", "pop",
+                                      "remove", "clear",      "sort",   "reverse",
+                                      "update", "setdefault", "popitem"};
     for (const char* m : kMutators) {
       if (name == m) {
         std::string what = obj.type_name();
@@ -233,7 +242,8 @@ namespace {
 Value g_range(Evaluator& ev, const CallArgs& a) {
   std::vector<int64_t> p;
   for (const auto& v : a.positional) {
-    if (!v.is_int() && !v.is_bool()) type_error("'" + v.type_name() + "' object cannot be interpreted as an integer");
+    if (!v.is_int() && !v.is_bool())
+      type_error("'" + v.type_name() + "' object cannot be interpreted as an integer");
     p.push_back(v.to_int());
   }
   if (p.empty() || p.size() > 3) type_error("range expected 1 to 3 arguments");
@@ -294,13 +304,19 @@ struct GlobalTable {
   std::vector<std::pair<std::string, Value>> items;
   GlobalTable() {
     items.emplace_back("range", Value::function("range", g_range));
-    items.emplace_back("dict", Value::function("dict", [](Evaluator& ev, const CallArgs& a) { return g_dict(ev, a, false); }));
-    items.emplace_back("namespace",
-                       Value::function("namespace", [](Evaluator& ev, const CallArgs& a) { return g_dict(ev, a, true); }));
-    items.emplace_back("raise_exception", Value::function("raise_exception", [](Evaluator&, const CallArgs& a) -> Value {
-                         const Value* m = a.get(0, "message");
-                         fail(ErrorKind::kRaised, m ? m->str() : std::string());
+    items.emplace_back("dict", Value::function("dict", [](Evaluator& ev, const CallArgs& a) {
+                         return g_dict(ev, a, false);
                        }));
+    items.emplace_back("namespace",
+                       Value::function("namespace", [](Evaluator& ev, const CallArgs& a) {
+                         return g_dict(ev, a, true);
+                       }));
+    items.emplace_back(
+        "raise_exception",
+        Value::function("raise_exception", [](Evaluator&, const CallArgs& a) -> Value {
+          const Value* m = a.get(0, "message");
+          fail(ErrorKind::kRaised, m ? m->str() : std::string());
+        }));
     items.emplace_back("strftime_now", Value::function("strftime_now", g_strftime_now));
   }
 };

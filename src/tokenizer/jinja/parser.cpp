@@ -46,7 +46,9 @@ class Parser {
   }
   SourcePos pos() const { return lines_.pos(cur().offset); }
   bool is_op(std::string_view op) const { return cur().type == TokType::kOp && cur().value == op; }
-  bool is_name(std::string_view n) const { return cur().type == TokType::kName && cur().value == n; }
+  bool is_name(std::string_view n) const {
+    return cur().type == TokType::kName && cur().value == n;
+  }
   bool skip_op(std::string_view op) {
     if (!is_op(op)) return false;
     next();
@@ -68,7 +70,8 @@ class Parser {
     return n;
   }
   void expect_block_end() {
-    if (cur().type != TokType::kBlockEnd) error("expected token 'end of statement block', got " + describe(cur()));
+    if (cur().type != TokType::kBlockEnd)
+      error("expected token 'end of statement block', got " + describe(cur()));
     next();
   }
 
@@ -110,7 +113,8 @@ class Parser {
         next();
         auto s = make_stmt(StmtKind::kOutput, p);
         s->expr = parse_tuple(true, {});
-        if (cur().type != TokType::kVarEnd) error("expected token 'end of print statement', got " + describe(cur()));
+        if (cur().type != TokType::kVarEnd)
+          error("expected token 'end of print statement', got " + describe(cur()));
         next();
         body.push_back(std::move(s));
       } else if (t.type == TokType::kBlockBegin) {
@@ -126,14 +130,16 @@ class Parser {
         if (ends.size() != 0 && (tag.rfind("end", 0) == 0 || tag == "elif" || tag == "else")) {
           std::string want;
           for (auto e : ends) want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
-          error("Encountered unknown tag '" + tag + "'. Jinja was looking for the following tags: " + want + ".");
+          error("Encountered unknown tag '" + tag +
+                "'. Jinja was looking for the following tags: " + want + ".");
         }
         body.push_back(parse_statement());
       } else if (t.type == TokType::kEof) {
         if (ends.size() != 0) {
           std::string want;
           for (auto e : ends) want += (want.empty() ? "'" : " or '") + std::string(e) + "'";
-          error("Unexpected end of template. Jinja was looking for the following tags: " + want + ".");
+          error("Unexpected end of template. Jinja was looking for the following tags: " + want +
+                ".");
         }
         return body;
       } else {
@@ -167,7 +173,8 @@ class Parser {
       expect_block_end();
       return s;
     }
-    static const char* kUnsupported[] = {"extends", "block", "include", "import", "from", "with", "autoescape", "do", "trans"};
+    static const char* kUnsupported[] = {"extends", "block",      "include", "import", "from",
+                                         "with",    "autoescape", "do",      "trans"};
     for (const char* u : kUnsupported)
       if (tag == u) fail(ErrorKind::kUnsupported, "tag '" + tag + "' is not supported", p);
     error("Encountered unknown tag '" + tag + "'.");
@@ -222,7 +229,8 @@ class Parser {
   Target parse_target(bool with_namespace) {
     Target t;
     bool paren = skip_op("(");
-    if (with_namespace && !paren && cur().type == TokType::kName && peek().type == TokType::kOp && peek().value == ".") {
+    if (with_namespace && !paren && cur().type == TokType::kName && peek().type == TokType::kOp &&
+        peek().value == ".") {
       t.names.push_back(expect_name());
       next();
       t.attr = expect_name();
@@ -254,7 +262,8 @@ class Parser {
       expect_block_end();
       return s;
     }
-    if (!target.attr.empty() || target.is_tuple) error("expected token '=', got " + describe(cur()));
+    if (!target.attr.empty() || target.is_tuple)
+      error("expected token '=', got " + describe(cur()));
     auto s = make_stmt(StmtKind::kSetBlock, p);
     s->target = std::move(target);
     if (is_op("|")) s->expr = parse_filter(nullptr, false);
@@ -323,7 +332,8 @@ class Parser {
   // ---- expressions ---------------------------------------------------------
   bool tuple_end(std::initializer_list<std::string_view> extra) const {
     const Token& t = cur();
-    if (t.type == TokType::kVarEnd || t.type == TokType::kBlockEnd || t.type == TokType::kEof) return true;
+    if (t.type == TokType::kVarEnd || t.type == TokType::kBlockEnd || t.type == TokType::kEof)
+      return true;
     if (t.type == TokType::kOp && t.value == ")") return true;
     if (t.type == TokType::kName)
       for (auto e : extra)
@@ -340,8 +350,10 @@ class Parser {
       if (!items.empty()) expect_op(",");
       if (tuple_end(extra)) break;
       items.push_back(parse_expression(with_condexpr));
-      if (is_op(",")) is_tuple = true;
-      else break;
+      if (is_op(","))
+        is_tuple = true;
+      else
+        break;
     }
     if (!is_tuple) {
       if (!items.empty()) return std::move(items[0]);
@@ -406,8 +418,8 @@ class Parser {
     while (true) {
       std::string op;
       if (cur().type == TokType::kOp &&
-          (cur().value == "==" || cur().value == "!=" || cur().value == "<" || cur().value == "<=" ||
-           cur().value == ">" || cur().value == ">=")) {
+          (cur().value == "==" || cur().value == "!=" || cur().value == "<" ||
+           cur().value == "<=" || cur().value == ">" || cur().value == ">=")) {
         op = cur().value;
         next();
       } else if (skip_name("in")) {
@@ -601,12 +613,17 @@ class Parser {
       if (!skip_op(":")) return n;
       args.push_back(std::move(n));
     }
-    if (is_op(":")) args.push_back(nullptr);
-    else if (!is_op("]") && !is_op(",")) args.push_back(parse_expression(true));
-    else args.push_back(nullptr);
+    if (is_op(":"))
+      args.push_back(nullptr);
+    else if (!is_op("]") && !is_op(","))
+      args.push_back(parse_expression(true));
+    else
+      args.push_back(nullptr);
     if (skip_op(":")) {
-      if (!is_op("]") && !is_op(",")) args.push_back(parse_expression(true));
-      else args.push_back(nullptr);
+      if (!is_op("]") && !is_op(","))
+        args.push_back(parse_expression(true));
+      else
+        args.push_back(nullptr);
     } else {
       args.push_back(nullptr);
     }
@@ -622,7 +639,8 @@ class Parser {
       if (any) expect_op(",");
       if (is_op(")")) break;
       any = true;
-      if (is_op("*") || is_op("**")) fail(ErrorKind::kUnsupported, "*args / **kwargs in calls are not supported", pos());
+      if (is_op("*") || is_op("**"))
+        fail(ErrorKind::kUnsupported, "*args / **kwargs in calls are not supported", pos());
       if (cur().type == TokType::kName && peek().type == TokType::kOp && peek().value == "=") {
         std::string k = cur().value;
         next();
@@ -682,10 +700,14 @@ class Parser {
 
   ExprPtr parse_filter_expr(ExprPtr node) {
     while (true) {
-      if (is_op("|")) node = parse_filter(std::move(node), false);
-      else if (is_name("is")) node = parse_test(std::move(node));
-      else if (is_op("(")) node = parse_call(std::move(node));
-      else return node;
+      if (is_op("|"))
+        node = parse_filter(std::move(node), false);
+      else if (is_name("is"))
+        node = parse_test(std::move(node));
+      else if (is_op("("))
+        node = parse_call(std::move(node));
+      else
+        return node;
     }
   }
 

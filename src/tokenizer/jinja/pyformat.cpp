@@ -98,9 +98,12 @@ std::string python_string_repr(std::string_view s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (!py_printable(c)) {
-      if (c < 0x100) append_hex(out, "\\x", 2, c);
-      else if (c < 0x10000) append_hex(out, "\\u", 4, c);
-      else append_hex(out, "\\U", 8, c);
+      if (c < 0x100)
+        append_hex(out, "\\x", 2, c);
+      else if (c < 0x10000)
+        append_hex(out, "\\u", 4, c);
+      else
+        append_hex(out, "\\U", 8, c);
     } else {
       utf8_append(out, c);
     }
@@ -165,9 +168,12 @@ void json_value(std::string& out, const Value& v, const JsonOptions& o, int dept
     out += std::to_string(v.as_int());
   } else if (v.is_float()) {
     double d = v.as_float();
-    if (std::isnan(d)) out += "NaN";
-    else if (std::isinf(d)) out += d > 0 ? "Infinity" : "-Infinity";
-    else out += python_float_repr(d);
+    if (std::isnan(d))
+      out += "NaN";
+    else if (std::isinf(d))
+      out += d > 0 ? "Infinity" : "-Infinity";
+    else
+      out += python_float_repr(d);
   } else if (v.is_string()) {
     json_string(out, v.as_string(), o.ensure_ascii);
   } else if (v.is_list()) {
@@ -289,8 +295,8 @@ bool is_ascii(std::string_view s) {
 
 bool is_py_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202f || c == 0x205f || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f ||
+         c == 0x205f || c == 0x3000;
 }
 
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,
@@ -370,8 +376,10 @@ bool is_cased(char32_t c) { return to_upper_cp(c) != c || to_lower_cp(c) != c; }
 std::string py_upper(std::string_view s) {
   std::u32string u;
   for (char32_t c : utf8_decode(s)) {
-    if (c == 0xdf) u += U"SS";  // German sharp s
-    else u += to_upper_cp(c);
+    if (c == 0xdf)
+      u += U"SS";  // German sharp s
+    else
+      u += to_upper_cp(c);
   }
   return utf8_encode(u);
 }

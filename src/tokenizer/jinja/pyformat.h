@@ -1,4 +1,5 @@
-// Python-compatible text formatting: float repr, str repr, json.dumps, UTF-8 and whitespace helpers.
+// Python-compatible text formatting: float repr, str repr, json.dumps, UTF-8 and whitespace
+// helpers.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,8 @@ bool is_ascii(std::string_view s);
 /// Python str.isspace() for one code point.
 bool is_py_space(char32_t c);
 /// Python str.strip/lstrip/rstrip; `chars` nullopt means whitespace.
-std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left, bool right);
+std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,
+                     bool right);
 /// Python str.split(sep=None) / str.split(sep, maxsplit).
 std::vector<std::string> py_split(std::string_view s, const std::optional<std::string>& sep,
                                   int64_t maxsplit);
@@ -46,6 +48,7 @@ std::string py_upper(std::string_view s);
 std::string py_lower(std::string_view s);
 std::string py_title(std::string_view s);
 std::string py_capitalize(std::string_view s);
-std::string py_replace(std::string_view s, std::string_view old, std::string_view with, int64_t count);
+std::string py_replace(std::string_view s, std::string_view old, std::string_view with,
+                       int64_t count);
 
 }  // namespace geniex::jinja

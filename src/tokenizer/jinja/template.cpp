@@ -48,12 +48,18 @@ std::string where(SourcePos p) {
 
 Status status_from_error(const JinjaError& e) {
   switch (e.kind()) {
-    case ErrorKind::kSyntax: return invalid_argument("jinja syntax error" + where(e.pos()) + ": " + e.message());
-    case ErrorKind::kUndefined: return invalid_argument("jinja undefined error" + where(e.pos()) + ": " + e.message());
-    case ErrorKind::kType: return invalid_argument("jinja type error" + where(e.pos()) + ": " + e.message());
-    case ErrorKind::kRaised: return invalid_argument("raise_exception" + where(e.pos()) + ": " + e.message());
-    case ErrorKind::kLimit: return resource_exhausted("jinja limit" + where(e.pos()) + ": " + e.message());
-    case ErrorKind::kUnsupported: return unimplemented("jinja unsupported" + where(e.pos()) + ": " + e.message());
+    case ErrorKind::kSyntax:
+      return invalid_argument("jinja syntax error" + where(e.pos()) + ": " + e.message());
+    case ErrorKind::kUndefined:
+      return invalid_argument("jinja undefined error" + where(e.pos()) + ": " + e.message());
+    case ErrorKind::kType:
+      return invalid_argument("jinja type error" + where(e.pos()) + ": " + e.message());
+    case ErrorKind::kRaised:
+      return invalid_argument("raise_exception" + where(e.pos()) + ": " + e.message());
+    case ErrorKind::kLimit:
+      return resource_exhausted("jinja limit" + where(e.pos()) + ": " + e.message());
+    case ErrorKind::kUnsupported:
+      return unimplemented("jinja unsupported" + where(e.pos()) + ": " + e.message());
   }
   return internal_error("jinja: unknown error");
 }

@@ -59,17 +59,17 @@ class Value {
   using Func = std::shared_ptr<const Function>;
 
   Value() : v_(Undefined{}) {}
-  Value(None) : v_(None{}) {}                    // NOLINT
-  Value(bool b) : v_(b) {}                       // NOLINT
-  Value(int64_t i) : v_(i) {}                    // NOLINT
-  Value(int i) : v_(static_cast<int64_t>(i)) {}  // NOLINT
-  Value(double d) : v_(d) {}                     // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}     // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}   // NOLINT
+  Value(None) : v_(None{}) {}                        // NOLINT
+  Value(bool b) : v_(b) {}                           // NOLINT
+  Value(int64_t i) : v_(i) {}                        // NOLINT
+  Value(int i) : v_(static_cast<int64_t>(i)) {}      // NOLINT
+  Value(double d) : v_(d) {}                         // NOLINT
+  Value(std::string s) : v_(std::move(s)) {}         // NOLINT
+  Value(const char* s) : v_(std::string(s)) {}       // NOLINT
   Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT
-  Value(List l) : v_(std::move(l)) {}            // NOLINT
-  Value(Dict d) : v_(std::move(d)) {}            // NOLINT
-  Value(Func f) : v_(std::move(f)) {}            // NOLINT
+  Value(List l) : v_(std::move(l)) {}                // NOLINT
+  Value(Dict d) : v_(std::move(d)) {}                // NOLINT
+  Value(Func f) : v_(std::move(f)) {}                // NOLINT
 
   static Value undefined(std::string name = {}) {
     Value v;
