@@ -1,0 +1,267 @@
+#include "graph/graph.h"
+
+#include <cmath>
+#include <utility>
+
+#include "quant/quant.h"
+
+namespace geniex::graph {
+namespace {
+
+constexpr GgmlType kF32 = GgmlType::kF32;
+constexpr GgmlType kI32 = GgmlType::kI32;
+
+std::string shapes_text(const std::vector<TensorDesc>& in) {
+  std::string s;
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (i != 0) s += ", ";
+    s += in[i].to_string();
+  }
+  return s;
+}
+
+Status bad(OpKind kind, const std::vector<TensorDesc>& in, const std::string& why) {
+  return invalid_argument(std::string(op_name(kind)) + "(" + shapes_text(in) + "): " + why);
+}
+
+bool is_vector(const TensorDesc& d) { return d.ne[1] == 1 && d.ne[2] == 1 && d.ne[3] == 1; }
+
+// Checks count and that input `i` has dtype `want[i]`.
+Status expect_inputs(OpKind kind, const std::vector<TensorDesc>& in, size_t min_n, size_t max_n) {
+  if (in.size() < min_n || in.size() > max_n) {
+    std::string want = min_n == max_n ? std::to_string(min_n)
+                                      : std::to_string(min_n) + ".." + std::to_string(max_n);
+    return bad(kind, in, "expects " + want + " inputs, got " + std::to_string(in.size()));
+  }
+  for (const auto& d : in) {
+    for (int64_t n : d.ne) {
+      if (n < 1) return bad(kind, in, "every dimension must be >= 1");
+    }
+  }
+  return {};
+}
+
+Status expect_type(OpKind kind, const std::vector<TensorDesc>& in, size_t i, GgmlType t,
+                   const char* what) {
+  if (in[i].dtype != t) {
+    return bad(kind, in,
+               std::string(what) + " must be " + std::string(ggml_type_name(t)) + ", got " +
+                   std::string(ggml_type_name(in[i].dtype)));
+  }
+  return {};
+}
+
+Result<TensorDesc> infer_binary(OpKind kind, const std::vector<TensorDesc>& in) {
+  GENIEX_TRY(expect_inputs(kind, in, 2, 2));
+  GENIEX_TRY(expect_type(kind, in, 0, kF32, "a"));
+  GENIEX_TRY(expect_type(kind, in, 1, kF32, "b"));
+  for (int i = 0; i < 4; ++i) {
+    if (in[1].ne[i] != in[0].ne[i] && in[1].ne[i] != 1) {
+      return bad(kind, in,
+                 "b must match a or be 1 in every dimension (dim " + std::to_string(i) + ")");
+    }
+  }
+  return in[0];
+}
+
+Result<TensorDesc> infer_rope(const std::vector<TensorDesc>& in, const OpParams& p) {
+  constexpr OpKind kind = OpKind::kRope;
+  GENIEX_TRY(expect_inputs(kind, in, 2, 3));
+  GENIEX_TRY(expect_type(kind, in, 0, kF32, "x"));
+  GENIEX_TRY(expect_type(kind, in, 1, kI32, "pos"));
+  const TensorDesc& x = in[0];
+  if (x.ne[3] != 1) return bad(kind, in, "x must be [head_dim, n_head, n_tokens]");
+  if (!is_vector(in[1]) || in[1].ne[0] != x.ne[2]) {
+    return bad(kind, in, "pos must be [n_tokens] = [" + std::to_string(x.ne[2]) + "]");
+  }
+  const int64_t n_dims = p.rope.n_dims == 0 ? x.ne[0] : p.rope.n_dims;
+  if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > x.ne[0]) {
+    return bad(kind, in, "n_dims " + std::to_string(n_dims) + " must be even and in [2, head_dim]");
+  }
+  if (!(p.rope.base > 0.0f) || !std::isfinite(p.rope.freq_scale)) {
+    return bad(kind, in, "base must be > 0 and freq_scale finite");
+  }
+  if (in.size() == 3) {
+    GENIEX_TRY(expect_type(kind, in, 2, kF32, "freq_factors"));
+    if (!is_vector(in[2]) || in[2].ne[0] != n_dims / 2) {
+      return bad(kind, in,
+                 "freq_factors must be [n_dims/2] = [" + std::to_string(n_dims / 2) + "]");
+    }
+  }
+  return x;
+}
+
+Result<TensorDesc> infer_attention(const std::vector<TensorDesc>& in, const OpParams& p) {
+  constexpr OpKind kind = OpKind::kAttention;
+  GENIEX_TRY(expect_inputs(kind, in, 5, 5));
+  const char* names[] = {"q", "k", "v", "q_pos", "k_pos"};
+  for (size_t i = 0; i < 5; ++i)
+    GENIEX_TRY(expect_type(kind, in, i, i < 3 ? kF32 : kI32, names[i]));
+  const TensorDesc &q = in[0], &k = in[1], &v = in[2];
+  if (q.ne[3] != 1 || k.ne[3] != 1 || v.ne[3] != 1) {
+    return bad(kind, in, "q, k, v must be 3-D [head_dim, n_heads, n_tokens]");
+  }
+  if (k.ne[0] != q.ne[0]) return bad(kind, in, "k head_dim must equal q head_dim");
+  if (v.ne[1] != k.ne[1] || v.ne[2] != k.ne[2]) {
+    return bad(kind, in, "v must have the same n_kv_head and n_kv as k");
+  }
+  if (q.ne[1] % k.ne[1] != 0) {
+    return bad(kind, in,
+               "n_head " + std::to_string(q.ne[1]) + " is not a multiple of n_kv_head " +
+                   std::to_string(k.ne[1]));
+  }
+  if (!is_vector(in[3]) || in[3].ne[0] != q.ne[2]) return bad(kind, in, "q_pos must be [n_q]");
+  if (!is_vector(in[4]) || in[4].ne[0] != k.ne[2]) return bad(kind, in, "k_pos must be [n_kv]");
+  if (p.attn.sliding_window < 0 || p.attn.softcap < 0.0f || !std::isfinite(p.attn.scale)) {
+    return bad(kind, in, "sliding_window and softcap must be >= 0 and scale finite");
+  }
+  return make_desc(kF32, v.ne[0], q.ne[1], q.ne[2]);
+}
+
+}  // namespace
+
+Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& in, const OpParams& p) {
+  switch (kind) {
+    case OpKind::kEmbedding: {
+      GENIEX_TRY(expect_inputs(kind, in, 2, 2));
+      if (!quant::can_dequantize(in[0].dtype)) {
+        return unimplemented(std::string(op_name(kind)) + "(" + shapes_text(in) +
+                             "): no dequantization for table type " +
+                             std::string(ggml_type_name(in[0].dtype)));
+      }
+      if (!ggml_row_bytes(in[0].dtype, static_cast<uint64_t>(in[0].ne[0]))) {
+        return bad(kind, in, "row length is not a multiple of the block size");
+      }
+      if (in[0].ne[2] != 1 || in[0].ne[3] != 1) return bad(kind, in, "table must be 2-D");
+      GENIEX_TRY(expect_type(kind, in, 1, kI32, "ids"));
+      if (!is_vector(in[1])) return bad(kind, in, "ids must be 1-D [n_tokens]");
+      return make_desc(kF32, in[0].ne[0], in[1].ne[0]);
+    }
+    case OpKind::kMatMul: {
+      GENIEX_TRY(expect_inputs(kind, in, 2, 2));
+      const TensorDesc &w = in[0], &x = in[1];
+      if (!quant::can_vec_dot(w.dtype)) {
+        return unimplemented(std::string(op_name(kind)) + "(" + shapes_text(in) +
+                             "): no dot product for weight type " +
+                             std::string(ggml_type_name(w.dtype)));
+      }
+      if (w.ne[2] != 1 || w.ne[3] != 1) return bad(kind, in, "weight must be 2-D [K, N]");
+      GENIEX_TRY(expect_type(kind, in, 1, kF32, "x"));
+      if (x.ne[0] != w.ne[0]) {
+        return bad(
+            kind, in,
+            "K mismatch: weight K=" + std::to_string(w.ne[0]) + ", x K=" + std::to_string(x.ne[0]));
+      }
+      if (!ggml_row_bytes(w.dtype, static_cast<uint64_t>(w.ne[0]))) {
+        return bad(kind, in, "K is not a multiple of the weight block size");
+      }
+      return make_desc(kF32, w.ne[1], x.ne[1], x.ne[2], x.ne[3]);
+    }
+    case OpKind::kRmsNorm: {
+      GENIEX_TRY(expect_inputs(kind, in, 1, 2));
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "x"));
+      if (in.size() == 2) {
+        GENIEX_TRY(expect_type(kind, in, 1, kF32, "w"));
+        if (!is_vector(in[1]) || in[1].ne[0] != in[0].ne[0]) {
+          return bad(kind, in, "w must be [ne0] = [" + std::to_string(in[0].ne[0]) + "]");
+        }
+      }
+      if (!(p.eps >= 0.0f)) return bad(kind, in, "eps must be >= 0");
+      return in[0];
+    }
+    case OpKind::kRope: return infer_rope(in, p);
+    case OpKind::kAttention: return infer_attention(in, p);
+    case OpKind::kSoftmax:
+    case OpKind::kGelu:
+    case OpKind::kSilu:
+    case OpKind::kScale:
+    case OpKind::kSoftcap: {
+      GENIEX_TRY(expect_inputs(kind, in, 1, 1));
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "x"));
+      if (kind == OpKind::kSoftcap && !(p.scale > 0.0f)) return bad(kind, in, "cap must be > 0");
+      return in[0];
+    }
+    case OpKind::kMul:
+    case OpKind::kAdd: return infer_binary(kind, in);
+    case OpKind::kGlu: {
+      GENIEX_TRY(expect_inputs(kind, in, 2, 2));
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "gate"));
+      GENIEX_TRY(expect_type(kind, in, 1, kF32, "up"));
+      if (in[0].ne != in[1].ne) return bad(kind, in, "gate and up must have the same shape");
+      return in[0];
+    }
+    case OpKind::kReshape: {
+      GENIEX_TRY(expect_inputs(kind, in, 1, 1));
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "x"));
+      TensorDesc out{kF32, p.ne};
+      for (int64_t n : out.ne) {
+        if (n < 1) return bad(kind, in, "target dims must be >= 1");
+      }
+      if (out.nelements() != in[0].nelements()) {
+        return bad(kind, in, "target " + out.to_string() + " has a different element count");
+      }
+      return out;
+    }
+  }
+  return internal_error("infer_shape: unknown op kind");
+}
+
+NodeId Graph::push(Node node) {
+  nodes_.push_back(std::move(node));
+  return static_cast<NodeId>(nodes_.size() - 1);
+}
+
+NodeId Graph::add_input(const TensorDesc& desc, std::string name) {
+  Node n;
+  n.role = NodeRole::kInput;
+  n.desc = desc;
+  n.name = std::move(name);
+  return push(std::move(n));
+}
+
+NodeId Graph::add_weight(const TensorDesc& desc, std::string name) {
+  Node n;
+  n.role = NodeRole::kWeight;
+  n.desc = desc;
+  n.name = std::move(name);
+  return push(std::move(n));
+}
+
+Result<NodeId> Graph::add_op(OpKind kind, const std::vector<NodeId>& inputs, const OpParams& params,
+                             std::string name) {
+  std::vector<TensorDesc> descs;
+  descs.reserve(inputs.size());
+  for (NodeId id : inputs) {
+    if (id >= nodes_.size()) {
+      return invalid_argument(std::string(op_name(kind)) + ": input node " + std::to_string(id) +
+                              " does not exist (graph has " + std::to_string(nodes_.size()) +
+                              " nodes)");
+    }
+    const Node& in = nodes_[id];
+    // Inputs (not weights) are activations or positions: F32 or I32 only.
+    if (in.role == NodeRole::kInput && in.desc.dtype != kF32 && in.desc.dtype != kI32) {
+      return invalid_argument(std::string(op_name(kind)) + ": input '" + in.name +
+                              "' must be F32 or I32, got " +
+                              std::string(ggml_type_name(in.desc.dtype)));
+    }
+    TensorDesc d = in.desc;
+    // F32-consuming ops accept any dequantizable weight (e.g. an F16 norm weight): the
+    // reference dequantizes it. MatMul / Embedding see the raw type.
+    const bool raw_slot = (kind == OpKind::kMatMul || kind == OpKind::kEmbedding) && descs.empty();
+    if (in.role == NodeRole::kWeight && !raw_slot && quant::can_dequantize(d.dtype)) {
+      d.dtype = kF32;
+    }
+    descs.push_back(d);
+  }
+  GENIEX_ASSIGN_OR_RETURN(TensorDesc out, infer_shape(kind, descs, params));
+  Node n;
+  n.role = NodeRole::kOp;
+  n.op = kind;
+  n.inputs = inputs;
+  n.params = params;
+  n.desc = out;
+  n.name = std::move(name);
+  return push(std::move(n));
+}
+
+}  // namespace geniex::graph

@@ -1,0 +1,62 @@
+// The graph: inputs, weights and ops in topological order (an op can only name nodes that
+// already exist), with shape inference and validation at construction time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "graph/op.h"
+
+namespace geniex::graph {
+
+/// Index of a node in its graph.
+using NodeId = uint32_t;
+
+/// How a node gets its value.
+enum class NodeRole : uint8_t {
+  kInput,   ///< activations / positions bound at run time (F32 or I32)
+  kWeight,  ///< raw GGUF tensor bytes bound at run time (any type)
+  kOp,      ///< computed from its inputs
+};
+
+/// One node. For kInput/kWeight nodes `op`, `inputs` and `params` are unused.
+struct Node {
+  NodeRole role = NodeRole::kInput;
+  OpKind op = OpKind::kAdd;
+  std::vector<NodeId> inputs;
+  OpParams params;
+  TensorDesc desc;  ///< for ops: the inferred output descriptor (always F32)
+  std::string name;
+};
+
+/// A growing DAG. Nodes are numbered in creation order, which is a valid execution order.
+class Graph {
+ public:
+  /// Adds a run-time input (activations F32, positions / token ids I32).
+  NodeId add_input(const TensorDesc& desc, std::string name);
+  /// Adds a weight (raw bytes of `desc.dtype`, e.g. a GGUF tensor).
+  NodeId add_weight(const TensorDesc& desc, std::string name);
+  /// Adds an op after checking input count, dtypes and shapes; returns kInvalidArgument (or
+  /// kUnimplemented for a weight type the references cannot handle) naming the op and shapes.
+  Result<NodeId> add_op(OpKind kind, const std::vector<NodeId>& inputs, const OpParams& params = {},
+                        std::string name = {});
+
+  /// The node `id` (must be < size()).
+  [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
+  /// Number of nodes.
+  [[nodiscard]] size_t size() const { return nodes_.size(); }
+  /// All nodes in execution order.
+  [[nodiscard]] const std::vector<Node>& nodes() const { return nodes_; }
+
+ private:
+  NodeId push(Node node);
+  std::vector<Node> nodes_;
+};
+
+/// Output descriptor of `kind` applied to `inputs`, or the Status explaining why not.
+Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& inputs,
+                               const OpParams& params);
+
+}  // namespace geniex::graph

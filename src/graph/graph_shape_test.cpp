@@ -1,0 +1,144 @@
+// Shape inference and validation of Graph::add_op.
+#include <gtest/gtest.h>
+
+#include "graph/graph.h"
+
+namespace geniex::graph {
+namespace {
+
+constexpr GgmlType kF32 = GgmlType::kF32;
+constexpr GgmlType kI32 = GgmlType::kI32;
+
+TEST(GraphShape, MatMulInfersNByM) {
+  Graph g;
+  NodeId w = g.add_weight(make_desc(GgmlType::kQ4_0, 64, 10), "w");
+  NodeId x = g.add_input(make_desc(kF32, 64, 3), "x");
+  auto y = g.add_op(OpKind::kMatMul, {w, x});
+  ASSERT_TRUE(y.ok()) << y.status().to_string();
+  EXPECT_EQ(g.node(*y).desc, make_desc(kF32, 10, 3));
+  EXPECT_EQ(*y, 2u);
+}
+
+TEST(GraphShape, MatMulKMismatchNamesOpAndShapes) {
+  Graph g;
+  NodeId w = g.add_weight(make_desc(GgmlType::kQ8_0, 64, 10), "w");
+  NodeId x = g.add_input(make_desc(kF32, 32, 3), "x");
+  auto y = g.add_op(OpKind::kMatMul, {w, x});
+  ASSERT_FALSE(y.ok());
+  EXPECT_EQ(y.status().code(), StatusCode::kInvalidArgument);
+  const std::string m = y.status().message();
+  EXPECT_NE(m.find("MatMul"), std::string::npos) << m;
+  EXPECT_NE(m.find("Q8_0[64, 10, 1, 1]"), std::string::npos) << m;
+  EXPECT_NE(m.find("K mismatch"), std::string::npos) << m;
+}
+
+TEST(GraphShape, MatMulRejectsPartialBlocksAndUnsupportedTypes) {
+  Graph g;
+  NodeId w = g.add_weight(make_desc(GgmlType::kQ4_K, 64, 4), "w");  // 64 < 256-element block
+  NodeId x = g.add_input(make_desc(kF32, 64, 1), "x");
+  EXPECT_EQ(g.add_op(OpKind::kMatMul, {w, x}).status().code(), StatusCode::kInvalidArgument);
+  NodeId w2 = g.add_weight(make_desc(GgmlType::kI64, 64, 4), "w2");
+  EXPECT_EQ(g.add_op(OpKind::kMatMul, {w2, x}).status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(GraphShape, RejectsUnknownNodeAndWrongInputCount) {
+  Graph g;
+  NodeId x = g.add_input(make_desc(kF32, 8), "x");
+  auto bad_id = g.add_op(OpKind::kSilu, {x + 5});
+  EXPECT_FALSE(bad_id.ok());
+  EXPECT_NE(bad_id.status().message().find("does not exist"), std::string::npos);
+  auto two = g.add_op(OpKind::kSilu, {x, x});
+  EXPECT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("expects 1 inputs"), std::string::npos);
+}
+
+TEST(GraphShape, InputsMustBeF32OrI32) {
+  Graph g;
+  NodeId x = g.add_input(make_desc(GgmlType::kF16, 8), "x");
+  EXPECT_FALSE(g.add_op(OpKind::kSilu, {x}).ok());
+}
+
+TEST(GraphShape, RmsNormWeightMustMatchRow) {
+  Graph g;
+  NodeId x = g.add_input(make_desc(kF32, 8, 2), "x");
+  NodeId w_ok = g.add_weight(make_desc(kF32, 8), "w");
+  NodeId w_f16 = g.add_weight(make_desc(GgmlType::kF16, 8), "w16");  // dequantized by reference
+  NodeId w_bad = g.add_weight(make_desc(kF32, 4), "w4");
+  EXPECT_TRUE(g.add_op(OpKind::kRmsNorm, {x}).ok());
+  EXPECT_TRUE(g.add_op(OpKind::kRmsNorm, {x, w_ok}).ok());
+  EXPECT_TRUE(g.add_op(OpKind::kRmsNorm, {x, w_f16}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kRmsNorm, {x, w_bad}).ok());
+}
+
+TEST(GraphShape, RopeChecks) {
+  Graph g;
+  NodeId x = g.add_input(make_desc(kF32, 8, 2, 3), "x");
+  NodeId pos = g.add_input(make_desc(kI32, 3), "pos");
+  NodeId pos_bad = g.add_input(make_desc(kI32, 2), "pos2");
+  NodeId ff = g.add_weight(make_desc(kF32, 2), "ff");
+  OpParams p;
+  EXPECT_TRUE(g.add_op(OpKind::kRope, {x, pos}, p).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kRope, {x, pos_bad}, p).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kRope, {x, x}, p).ok());  // pos must be I32
+  p.rope.n_dims = 3;
+  EXPECT_FALSE(g.add_op(OpKind::kRope, {x, pos}, p).ok());
+  p.rope.n_dims = 10;
+  EXPECT_FALSE(g.add_op(OpKind::kRope, {x, pos}, p).ok());
+  p.rope.n_dims = 4;
+  EXPECT_TRUE(g.add_op(OpKind::kRope, {x, pos, ff}, p).ok());
+  p.rope.n_dims = 8;
+  EXPECT_FALSE(g.add_op(OpKind::kRope, {x, pos, ff}, p).ok());  // ff needs 4 entries
+}
+
+TEST(GraphShape, AttentionGqaAndOutputShape) {
+  Graph g;
+  NodeId q = g.add_input(make_desc(kF32, 16, 6, 3), "q");
+  NodeId k = g.add_input(make_desc(kF32, 16, 2, 5), "k");
+  NodeId v = g.add_input(make_desc(kF32, 8, 2, 5), "v");
+  NodeId k4 = g.add_input(make_desc(kF32, 16, 4, 5), "k4");
+  NodeId v4 = g.add_input(make_desc(kF32, 8, 4, 5), "v4");
+  NodeId qp = g.add_input(make_desc(kI32, 3), "qp");
+  NodeId kp = g.add_input(make_desc(kI32, 5), "kp");
+  auto a = g.add_op(OpKind::kAttention, {q, k, v, qp, kp});
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(g.node(*a).desc, make_desc(kF32, 8, 6, 3));
+  auto bad = g.add_op(OpKind::kAttention, {q, k4, v4, qp, kp});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not a multiple of n_kv_head"), std::string::npos);
+  EXPECT_FALSE(g.add_op(OpKind::kAttention, {q, k, v, kp, kp}).ok());   // q_pos length
+  EXPECT_FALSE(g.add_op(OpKind::kAttention, {q, k, k4, qp, kp}).ok());  // v heads differ
+}
+
+TEST(GraphShape, BinaryBroadcastRules) {
+  Graph g;
+  NodeId a = g.add_input(make_desc(kF32, 8, 4), "a");
+  NodeId row = g.add_input(make_desc(kF32, 8), "row");
+  NodeId col = g.add_input(make_desc(kF32, 1, 4), "col");
+  NodeId bad = g.add_input(make_desc(kF32, 2, 4), "bad");
+  EXPECT_TRUE(g.add_op(OpKind::kAdd, {a, row}).ok());
+  EXPECT_TRUE(g.add_op(OpKind::kMul, {a, col}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kMul, {a, bad}).ok());
+}
+
+TEST(GraphShape, EmbeddingReshapeGlu) {
+  Graph g;
+  NodeId table = g.add_weight(make_desc(GgmlType::kQ8_0, 64, 100), "tok");
+  NodeId ids = g.add_input(make_desc(kI32, 7), "ids");
+  NodeId fids = g.add_input(make_desc(kF32, 7), "fids");
+  auto e = g.add_op(OpKind::kEmbedding, {table, ids});
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(g.node(*e).desc, make_desc(kF32, 64, 7));
+  EXPECT_FALSE(g.add_op(OpKind::kEmbedding, {table, fids}).ok());
+  OpParams r;
+  r.ne = {16, 4, 7, 1};
+  auto re = g.add_op(OpKind::kReshape, {*e}, r);
+  ASSERT_TRUE(re.ok());
+  EXPECT_EQ(g.node(*re).desc, make_desc(kF32, 16, 4, 7));
+  r.ne = {16, 4, 6, 1};
+  EXPECT_FALSE(g.add_op(OpKind::kReshape, {*e}, r).ok());
+  EXPECT_TRUE(g.add_op(OpKind::kGlu, {*e, *e}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kGlu, {*e, *re}).ok());
+}
+
+}  // namespace
+}  // namespace geniex::graph

@@ -1,0 +1,82 @@
+// Scalar reference implementations of every graph op, callable directly on spans so that each
+// backend kernel can be checked against them op by op. Single-threaded, portable, no SIMD.
+//
+// Numerics (documented so backends know what "matching the oracle" means):
+// * matmul: each activation row is quantized once to quant::vec_dot_type(w) and dotted with
+//   quant::vec_dot_ref, exactly ggml's scheme (GGUF.md §5.2). F32 weights go through the same
+//   path: products rounded to float, summed in double, result rounded to float.
+// * rms_norm, softmax: sums in double; rope: angles, sin and cos in double; attention: scores and
+//   weighted sums in double. Outputs are rounded to f32 once.
+// * Shapes are ggml's: ne[0] contiguous; sizes are checked and reported through Status.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "graph/op.h"
+
+namespace geniex::graph::ref {
+
+/// y[n, m] = sum_k W[k, n] * x[k, m]; `w` holds N rows of K elements of type `wtype`, `x` M rows
+/// of K floats, `y` M rows of N floats.
+Status matmul(GgmlType wtype, std::span<const uint8_t> w, int64_t k, int64_t n,
+              std::span<const float> x, int64_t m, std::span<float> y);
+
+/// out[:, t] = dequantized row ids[t] of `table` (n_vocab rows of n_embd elements of `type`).
+/// An id outside [0, n_vocab) is kOutOfRange.
+Status embedding(GgmlType type, std::span<const uint8_t> table, int64_t n_embd, int64_t n_vocab,
+                 std::span<const int32_t> ids, std::span<float> out);
+
+/// Per row of `n`: y = x / sqrt(mean(x^2) + eps), times w[i] when `w` is not empty.
+Status rms_norm(std::span<const float> x, std::span<const float> w, int64_t n, float eps,
+                std::span<float> y);
+
+/// Per row of `n`: y = softmax(x * scale). -inf entries get weight 0; a row that is entirely -inf
+/// gives all zeros (not NaN).
+Status softmax(std::span<const float> x, int64_t n, float scale, std::span<float> y);
+
+/// RoPE of x [head_dim, n_head, n_tokens] at positions pos[n_tokens]; `freq_factors` is empty or
+/// has n_dims/2 entries (angles are divided by them). See RopeParams for the formula.
+Status rope(std::span<const float> x, int64_t head_dim, int64_t n_head, int64_t n_tokens,
+            std::span<const int32_t> pos, const RopeParams& params,
+            std::span<const float> freq_factors, std::span<float> y);
+
+/// Sizes of an attention call.
+struct AttentionDims {
+  int64_t head_dim = 0;    ///< q/k head size
+  int64_t head_dim_v = 0;  ///< v head size (output head size)
+  int64_t n_head = 0;      ///< query heads
+  int64_t n_kv_head = 0;   ///< key/value heads; query head h uses kv head h / (n_head/n_kv_head)
+  int64_t n_q = 0;         ///< query tokens
+  int64_t n_kv = 0;        ///< key/value tokens
+};
+
+/// Naive attention: q [d, n_head, n_q], k [d, n_kv_head, n_kv], v [dv, n_kv_head, n_kv] ->
+/// out [dv, n_head, n_q]. Masking per AttentionParams; a query with no visible key gets zeros.
+Status attention(std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                 const AttentionDims& dims, std::span<const int32_t> q_pos,
+                 std::span<const int32_t> k_pos, const AttentionParams& params,
+                 std::span<float> out);
+
+/// True when key position `kp` is visible to query position `qp` under `params`.
+bool attention_visible(int32_t qp, int32_t kp, const AttentionParams& params);
+
+/// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in double, rounded to float.
+float gelu_tanh(float x);
+/// x / (1 + exp(-x)), in double, rounded to float.
+float silu(float x);
+
+/// Elementwise y = f(x) for kGelu, kSilu, kScale (x * scale) and kSoftcap (scale*tanh(x/scale)).
+Status unary(OpKind kind, std::span<const float> x, float scale, std::span<float> y);
+
+/// y = act(gate) * up, elementwise.
+Status glu(GluActivation act, std::span<const float> gate, std::span<const float> up,
+           std::span<float> y);
+
+/// y = a (op) b for kAdd / kMul, with b broadcast along every dim where b_ne[i] == 1.
+Status binary(OpKind kind, std::span<const float> a, const std::array<int64_t, 4>& a_ne,
+              std::span<const float> b, const std::array<int64_t, 4>& b_ne, std::span<float> y);
+
+}  // namespace geniex::graph::ref

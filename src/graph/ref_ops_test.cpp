@@ -1,0 +1,199 @@
+// Reference elementwise, normalization, softmax and RoPE ops against hand-computed values.
+#include "graph/ref_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace geniex::graph {
+namespace {
+
+std::vector<float> random_vec(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(RefOps, RmsNormHandExample) {
+  const std::vector<float> x = {1, 2, 3, 4, -2, 0, 0, 0};
+  const std::vector<float> w = {1, 0.5f, 2, -1};
+  std::vector<float> y(8);
+  ASSERT_TRUE(ref::rms_norm(x, {}, 4, 0.0f, y).ok());
+  const float inv = 1.0f / std::sqrt(7.5f);
+  EXPECT_NEAR(y[0], 1 * inv, 1e-6);
+  EXPECT_NEAR(y[3], 4 * inv, 1e-6);
+  EXPECT_NEAR(y[4], -2.0f, 1e-6);  // row 2: mean(x^2) = 1
+  ASSERT_TRUE(ref::rms_norm(x, w, 4, 0.0f, y).ok());
+  EXPECT_NEAR(y[1], 0.365148372f, 1e-6);
+  EXPECT_NEAR(y[2], 2.190890230f, 1e-6);
+  EXPECT_NEAR(y[3], -1.460593487f, 1e-6);
+  // eps enters under the root: all-zero rows stay finite.
+  std::vector<float> z(4, 0.0f), zy(4);
+  ASSERT_TRUE(ref::rms_norm(z, {}, 4, 1e-6f, zy).ok());
+  EXPECT_EQ(zy[0], 0.0f);
+  EXPECT_FALSE(ref::rms_norm(x, w, 3, 0.0f, y).ok());
+}
+
+TEST(RefOps, SoftmaxSumsToOneAndHandlesInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {1, 2, 3, 1000, 1001, -inf, -inf, -inf, -inf, 0, -inf, 0};
+  std::vector<float> y(x.size());
+  ASSERT_TRUE(ref::softmax(x, 3, 1.0f, y).ok());
+  for (int r = 0; r < 4; ++r) {
+    double s = y[r * 3] + y[r * 3 + 1] + y[r * 3 + 2];
+    if (r == 2) {
+      EXPECT_EQ(s, 0.0);  // all -inf: zeros, not NaN
+    } else {
+      EXPECT_NEAR(s, 1.0, 1e-6) << r;
+    }
+  }
+  const double e1 = std::exp(1.0), e2 = std::exp(2.0), e3 = std::exp(3.0);
+  EXPECT_NEAR(y[0], e1 / (e1 + e2 + e3), 1e-7);
+  EXPECT_NEAR(y[4], 1.0 / (1.0 + std::exp(-1.0)), 1e-6);  // large values: max subtracted
+  EXPECT_EQ(y[5], 0.0f);
+  EXPECT_EQ(y[10], 0.0f);
+  EXPECT_NEAR(y[9], 0.5f, 1e-7);
+  // Input scale.
+  ASSERT_TRUE(ref::softmax(std::vector<float>{0, 1}, 2, 2.0f, std::span<float>(y).first(2)).ok());
+  EXPECT_NEAR(y[1], std::exp(2.0) / (1 + std::exp(2.0)), 1e-6);
+}
+
+TEST(RefOps, GeluTanhAndSiluAtSamplePoints) {
+  struct P {
+    float x;
+    double gelu, silu;
+  };
+  const P pts[] = {{-3, -0.0036373920817729943, -0.14227761953270035},
+                   {-1, -0.15880800939172324, -0.2689414213699951},
+                   {-0.5f, -0.15428599017485606, -0.1887703343990727},
+                   {0, 0.0, 0.0},
+                   {0.5f, 0.34571400982514394, 0.3112296656009273},
+                   {1, 0.8411919906082768, 0.7310585786300049},
+                   {2, 1.954597694087775, 1.7615941559557646},
+                   {5, 4.999999770820381, 4.966535745378576}};
+  for (const P& p : pts) {
+    EXPECT_NEAR(ref::gelu_tanh(p.x), p.gelu, 1e-6) << p.x;
+    EXPECT_NEAR(ref::silu(p.x), p.silu, 1e-6) << p.x;
+  }
+  std::vector<float> x = {-1, 2}, y(2);
+  ASSERT_TRUE(ref::unary(OpKind::kGelu, x, 1.0f, y).ok());
+  EXPECT_EQ(y[1], ref::gelu_tanh(2));
+  ASSERT_TRUE(ref::unary(OpKind::kScale, x, 0.25f, y).ok());
+  EXPECT_EQ(y[0], -0.25f);
+  ASSERT_TRUE(ref::unary(OpKind::kSoftcap, x, 30.0f, y).ok());
+  EXPECT_NEAR(y[1], 30.0 * std::tanh(2.0 / 30.0), 1e-6);
+  EXPECT_FALSE(ref::unary(OpKind::kAdd, x, 1.0f, y).ok());
+}
+
+TEST(RefOps, GluBothActivations) {
+  std::vector<float> gate = {1, -1}, up = {2, 3}, y(2);
+  ASSERT_TRUE(ref::glu(GluActivation::kSilu, gate, up, y).ok());
+  EXPECT_NEAR(y[0], 2 * 0.7310585786300049, 1e-6);
+  ASSERT_TRUE(ref::glu(GluActivation::kGeluTanh, gate, up, y).ok());
+  EXPECT_NEAR(y[1], 3 * -0.15880800939172324, 1e-6);
+}
+
+TEST(RefOps, BinaryBroadcast) {
+  std::vector<float> a = {1, 2, 3, 4, 5, 6};  // [3, 2]
+  std::vector<float> row = {10, 20, 30};      // [3, 1]
+  std::vector<float> col = {2, 3};            // [1, 2]
+  std::vector<float> y(6);
+  ASSERT_TRUE(ref::binary(OpKind::kAdd, a, {3, 2, 1, 1}, row, {3, 1, 1, 1}, y).ok());
+  EXPECT_EQ(y, (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  ASSERT_TRUE(ref::binary(OpKind::kMul, a, {3, 2, 1, 1}, col, {1, 2, 1, 1}, y).ok());
+  EXPECT_EQ(y, (std::vector<float>{2, 4, 6, 12, 15, 18}));
+  EXPECT_FALSE(ref::binary(OpKind::kMul, a, {3, 2, 1, 1}, col, {2, 1, 1, 1}, y).ok());
+}
+
+TEST(RefOps, RopeHandExampleBothModes) {
+  // head_dim 4, one head, position 1, base 10000: theta_0 = 1, theta_1 = 0.01.
+  const std::vector<float> x = {1, 0, 0, 1};
+  const std::vector<int32_t> pos = {1};
+  std::vector<float> y(4);
+  RopeParams p;
+  p.mode = RopeMode::kNormal;  // pairs (0,1) and (2,3)
+  ASSERT_TRUE(ref::rope(x, 4, 1, 1, pos, p, {}, y).ok());
+  EXPECT_NEAR(y[0], std::cos(1.0), 1e-7);
+  EXPECT_NEAR(y[1], std::sin(1.0), 1e-7);
+  EXPECT_NEAR(y[2], -std::sin(0.01), 1e-7);
+  EXPECT_NEAR(y[3], std::cos(0.01), 1e-7);
+  p.mode = RopeMode::kNeox;  // pairs (0,2) and (1,3)
+  ASSERT_TRUE(ref::rope(x, 4, 1, 1, pos, p, {}, y).ok());
+  EXPECT_NEAR(y[0], std::cos(1.0), 1e-7);
+  EXPECT_NEAR(y[2], std::sin(1.0), 1e-7);
+  EXPECT_NEAR(y[1], -std::sin(0.01), 1e-7);
+  EXPECT_NEAR(y[3], std::cos(0.01), 1e-7);
+  // freq_factors divide the angle; freq_scale multiplies it: pos 2, ff = {2, 1}, scale 0.5
+  // gives theta_0 = 2*0.5/2 = 0.5 and theta_1 = 2*0.5*0.01 = 0.01.
+  const std::vector<int32_t> pos2 = {2};
+  const std::vector<float> ff = {2, 1};
+  p.freq_scale = 0.5f;
+  ASSERT_TRUE(ref::rope(x, 4, 1, 1, pos2, p, ff, y).ok());
+  EXPECT_NEAR(y[0], std::cos(0.5), 1e-7);
+  EXPECT_NEAR(y[2], std::sin(0.5), 1e-7);
+  EXPECT_NEAR(y[1], -std::sin(0.01), 1e-7);
+}
+
+TEST(RefOps, RopePartialDimsPassThrough) {
+  const auto x = random_vec(6 * 2 * 3, 1);
+  const std::vector<int32_t> pos = {3, 7, 11};
+  std::vector<float> y(x.size());
+  for (RopeMode mode : {RopeMode::kNormal, RopeMode::kNeox}) {
+    RopeParams p;
+    p.mode = mode;
+    p.n_dims = 4;
+    ASSERT_TRUE(ref::rope(x, 6, 2, 3, pos, p, {}, y).ok());
+    for (size_t r = 0; r < 6; ++r) {
+      EXPECT_EQ(y[r * 6 + 4], x[r * 6 + 4]);
+      EXPECT_EQ(y[r * 6 + 5], x[r * 6 + 5]);
+      // Rotation preserves the norm of the rotated part.
+      double n0 = 0, n1 = 0;
+      for (size_t i = 0; i < 4; ++i) {
+        n0 += double(x[r * 6 + i]) * x[r * 6 + i];
+        n1 += double(y[r * 6 + i]) * y[r * 6 + i];
+      }
+      EXPECT_NEAR(n0, n1, 1e-5);
+    }
+  }
+}
+
+TEST(RefOps, RopeAnglesAdd) {
+  // Rotating by p then by q equals rotating by p + q (angles are linear in position).
+  const int64_t d = 16, h = 3, t = 4;
+  const auto x = random_vec(size_t(d * h * t), 2);
+  const std::vector<int32_t> p = {0, 5, 100, 4000}, q = {1, 17, 3, 96}, pq = {1, 22, 103, 4096};
+  std::vector<float> ff(6);
+  for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + 0.5f * float(i);
+  for (RopeMode mode : {RopeMode::kNormal, RopeMode::kNeox}) {
+    RopeParams rp;
+    rp.mode = mode;
+    rp.n_dims = 12;
+    rp.base = 500000.0f;
+    rp.freq_scale = 0.125f;
+    std::vector<float> a(x.size()), b(x.size()), c(x.size());
+    ASSERT_TRUE(ref::rope(x, d, h, t, p, rp, ff, a).ok());
+    ASSERT_TRUE(ref::rope(a, d, h, t, q, rp, ff, b).ok());
+    ASSERT_TRUE(ref::rope(x, d, h, t, pq, rp, ff, c).ok());
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(b[i], c[i], 2e-5) << i;
+  }
+}
+
+TEST(RefOps, RopeRejectsBadSizes) {
+  std::vector<float> x(8), y(8);
+  const std::vector<int32_t> pos = {0};
+  RopeParams p;
+  p.n_dims = 3;
+  EXPECT_FALSE(ref::rope(x, 8, 1, 1, pos, p, {}, y).ok());
+  p.n_dims = 0;
+  EXPECT_FALSE(ref::rope(x, 8, 1, 2, pos, p, {}, y).ok());
+  const std::vector<float> ff(3);
+  EXPECT_FALSE(ref::rope(x, 8, 1, 1, pos, p, ff, y).ok());
+}
+
+}  // namespace
+}  // namespace geniex::graph
