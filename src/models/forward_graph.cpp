@@ -1,0 +1,206 @@
+#include "models/forward_graph.h"
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+namespace geniex::models {
+namespace {
+
+using graph::NodeId;
+using graph::OpKind;
+using graph::OpParams;
+
+// Adds nodes to a ForwardGraph, deduplicating weight nodes per tensor.
+class Builder {
+ public:
+  Builder(ForwardGraph& fg, const ModelConfig& cfg) : fg_(fg), cfg_(cfg) {}
+
+  NodeId weight(const gguf::TensorInfo* t) {
+    auto it = weight_nodes_.find(t);
+    if (it != weight_nodes_.end()) return it->second;
+    const auto ne = [&](int i) { return static_cast<int64_t>(t->ne[static_cast<size_t>(i)]); };
+    const NodeId id =
+        fg_.graph.add_weight(graph::make_desc(t->type, ne(0), ne(1), ne(2), ne(3)), t->name);
+    weight_nodes_.emplace(t, id);
+    fg_.weights.push_back({id, t});
+    return id;
+  }
+
+  Result<NodeId> op(OpKind kind, const std::vector<NodeId>& in, const OpParams& p = {}) {
+    return fg_.graph.add_op(kind, in, p);
+  }
+
+  // x·W (+ b when given).
+  Result<NodeId> linear(NodeId x, const gguf::TensorInfo* w, const gguf::TensorInfo* b) {
+    GENIEX_ASSIGN_OR_RETURN(NodeId y, op(OpKind::kMatMul, {weight(w), x}));
+    if (b == nullptr) return y;
+    return op(OpKind::kAdd, {y, weight(b)});
+  }
+
+  Result<NodeId> rms_norm(NodeId x, const gguf::TensorInfo* w) {
+    OpParams p;
+    p.eps = cfg_.rms_eps;
+    return op(OpKind::kRmsNorm, {x, weight(w)}, p);
+  }
+
+  Result<NodeId> reshape(NodeId x, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
+    OpParams p;
+    p.ne = {ne0, ne1, ne2, 1};
+    return op(OpKind::kReshape, {x}, p);
+  }
+
+ private:
+  ForwardGraph& fg_;
+  const ModelConfig& cfg_;
+  std::unordered_map<const gguf::TensorInfo*, NodeId> weight_nodes_;
+};
+
+// One attention block on the normalized stream x [n_embd, T]; returns [n_embd, T] (before any
+// post norm / residual).
+Result<NodeId> attention_block(Builder& b, const ModelConfig& cfg, const LayerWeights& lw,
+                               uint32_t il, NodeId x, NodeId pos, int64_t T) {
+  const int64_t dk = cfg.head_dim_k;
+  const int64_t dv = cfg.head_dim_v;
+  const int64_t n_head = cfg.n_head;
+  const int64_t n_kv = cfg.n_head_kv_at(il);
+
+  GENIEX_ASSIGN_OR_RETURN(NodeId q, b.linear(x, lw.attn_q, lw.attn_q_b));
+  GENIEX_ASSIGN_OR_RETURN(NodeId k, b.linear(x, lw.attn_k, lw.attn_k_b));
+  GENIEX_ASSIGN_OR_RETURN(NodeId v, b.linear(x, lw.attn_v, lw.attn_v_b));
+  GENIEX_ASSIGN_OR_RETURN(q, b.reshape(q, dk, n_head, T));
+  GENIEX_ASSIGN_OR_RETURN(k, b.reshape(k, dk, n_kv, T));
+  GENIEX_ASSIGN_OR_RETURN(v, b.reshape(v, dv, n_kv, T));
+
+  if (cfg.has_qk_norm) {  // per-head RMSNorm over head_dim, before RoPE
+    GENIEX_ASSIGN_OR_RETURN(q, b.rms_norm(q, lw.attn_q_norm));
+    GENIEX_ASSIGN_OR_RETURN(k, b.rms_norm(k, lw.attn_k_norm));
+  }
+
+  OpParams rp;
+  rp.rope.mode =
+      cfg.rope.mode == RopeMode::kNeox ? graph::RopeMode::kNeox : graph::RopeMode::kNormal;
+  rp.rope.n_dims = static_cast<int32_t>(cfg.rope.n_rot);
+  rp.rope.base = cfg.rope_base_at(il);
+  rp.rope.freq_scale = cfg.rope_freq_scale_at(il);
+  std::vector<NodeId> q_in = {q, pos};
+  std::vector<NodeId> k_in = {k, pos};
+  if (lw.rope_freqs != nullptr) {
+    q_in.push_back(b.weight(lw.rope_freqs));
+    k_in.push_back(b.weight(lw.rope_freqs));
+  }
+  GENIEX_ASSIGN_OR_RETURN(q, b.op(OpKind::kRope, q_in, rp));
+  GENIEX_ASSIGN_OR_RETURN(k, b.op(OpKind::kRope, k_in, rp));
+
+  OpParams ap;
+  ap.attn.scale = cfg.attn_scale;
+  ap.attn.causal = true;
+  ap.attn.sliding_window = cfg.layer_is_sliding(il) ? static_cast<int32_t>(cfg.sliding_window) : 0;
+  ap.attn.softcap = cfg.attn_logit_softcap;
+  GENIEX_ASSIGN_OR_RETURN(NodeId a, b.op(OpKind::kAttention, {q, k, v, pos, pos}, ap));
+  GENIEX_ASSIGN_OR_RETURN(a, b.reshape(a, dv * n_head, T));
+  return b.linear(a, lw.attn_output, lw.attn_output_b);
+}
+
+// Gated FFN on the normalized stream x [n_embd, T].
+Result<NodeId> ffn_block(Builder& b, const ModelConfig& cfg, const LayerWeights& lw, NodeId x) {
+  GENIEX_ASSIGN_OR_RETURN(NodeId gate, b.linear(x, lw.ffn_gate, lw.ffn_gate_b));
+  GENIEX_ASSIGN_OR_RETURN(NodeId up, b.linear(x, lw.ffn_up, lw.ffn_up_b));
+  OpParams gp;
+  gp.glu = cfg.ffn_act == FfnActivation::kGeluTanh ? graph::GluActivation::kGeluTanh
+                                                   : graph::GluActivation::kSilu;
+  GENIEX_ASSIGN_OR_RETURN(NodeId g, b.op(OpKind::kGlu, {gate, up}, gp));
+  return b.linear(g, lw.ffn_down, lw.ffn_down_b);
+}
+
+}  // namespace
+
+Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeights& w,
+                                         int32_t n_tokens) {
+  if (n_tokens < 1) {
+    return invalid_argument("build_forward_graph: n_tokens must be >= 1, got " +
+                            std::to_string(n_tokens));
+  }
+  if (w.layers.size() != cfg.n_layer || w.tok_embd == nullptr || w.output == nullptr ||
+      w.output_norm == nullptr) {
+    return invalid_argument("build_forward_graph: weights do not match the config (" +
+                            std::to_string(w.layers.size()) + " layers bound, config has " +
+                            std::to_string(cfg.n_layer) + ")");
+  }
+  const int64_t T = n_tokens;
+  ForwardGraph fg;
+  fg.n_tokens = n_tokens;
+  fg.n_vocab = cfg.n_vocab;
+  Builder b(fg, cfg);
+
+  fg.token_ids = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "token_ids");
+  fg.positions = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "positions");
+
+  GENIEX_ASSIGN_OR_RETURN(NodeId x, b.op(OpKind::kEmbedding, {b.weight(w.tok_embd), fg.token_ids}));
+  if (cfg.embd_scale != 1.0f) {
+    OpParams sp;
+    sp.scale = cfg.embd_scale;
+    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kScale, {x}, sp));
+  }
+
+  for (uint32_t il = 0; il < cfg.n_layer; ++il) {
+    const LayerWeights& lw = w.layers[il];
+    GENIEX_ASSIGN_OR_RETURN(NodeId h, b.rms_norm(x, lw.attn_norm));
+    GENIEX_ASSIGN_OR_RETURN(h, attention_block(b, cfg, lw, il, h, fg.positions, T));
+    if (cfg.has_post_norms) {
+      GENIEX_ASSIGN_OR_RETURN(h, b.rms_norm(h, lw.post_attention_norm));
+    }
+    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kAdd, {x, h}));
+
+    GENIEX_ASSIGN_OR_RETURN(h, b.rms_norm(x, lw.ffn_norm));
+    GENIEX_ASSIGN_OR_RETURN(h, ffn_block(b, cfg, lw, h));
+    if (cfg.has_post_norms) {
+      GENIEX_ASSIGN_OR_RETURN(h, b.rms_norm(h, lw.post_ffw_norm));
+    }
+    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kAdd, {x, h}));
+  }
+
+  GENIEX_ASSIGN_OR_RETURN(x, b.rms_norm(x, w.output_norm));
+  GENIEX_ASSIGN_OR_RETURN(x, b.linear(x, w.output, w.output_b));
+  if (cfg.final_logit_softcap > 0.0f) {
+    OpParams cp;
+    cp.scale = cfg.final_logit_softcap;
+    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kSoftcap, {x}, cp));
+  }
+  fg.logits = x;
+  return fg;
+}
+
+void bind_forward_weights(const ForwardGraph& fg, graph::Bindings& bindings) {
+  for (const auto& wb : fg.weights) bindings.bind_weight(wb.node, wb.tensor->type, wb.tensor->data);
+}
+
+Result<std::vector<float>> run_forward_reference(const gguf::GgufFile& file,
+                                                 std::span<const int32_t> ids) {
+  if (ids.empty()) return invalid_argument("run_forward_reference: no token ids");
+  GENIEX_ASSIGN_OR_RETURN(ModelConfig cfg, load_config(file));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || static_cast<uint32_t>(ids[i]) >= cfg.n_vocab) {
+      return invalid_argument("run_forward_reference: token id " + std::to_string(ids[i]) +
+                              " at index " + std::to_string(i) + " is outside [0, " +
+                              std::to_string(cfg.n_vocab) + ")");
+    }
+  }
+  GENIEX_ASSIGN_OR_RETURN(ModelWeights w, bind_weights(file, cfg));
+  GENIEX_ASSIGN_OR_RETURN(ForwardGraph fg,
+                          build_forward_graph(cfg, w, static_cast<int32_t>(ids.size())));
+
+  std::vector<int32_t> pos(ids.size());
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
+  std::vector<float> logits(ids.size() * cfg.n_vocab);
+
+  graph::Bindings bindings;
+  bindings.bind_input(fg.token_ids, ids);
+  bindings.bind_input(fg.positions, std::span<const int32_t>(pos));
+  bind_forward_weights(fg, bindings);
+  bindings.bind_output(fg.logits, std::span<float>(logits));
+  GENIEX_TRY(graph::run_reference(fg.graph, bindings));
+  return logits;
+}
+
+}  // namespace geniex::models

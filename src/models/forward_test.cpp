@@ -1,0 +1,226 @@
+// Forward graph vs Hugging Face transformers logits on the tiny random-weight models
+// (tests/data/models/README.md), plus the .npy reader.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_reader.h"
+#include "models/forward_graph.h"
+#include "models/model_config.h"
+#include "models/model_weights.h"
+#include "models/npy.h"
+#include "models/test_util.h"
+
+namespace geniex::models {
+namespace {
+
+using test::source_dir;
+using test::tiny_path;
+
+constexpr int kPos = 64;
+constexpr int kVocab = 2048;
+
+std::string data_dir() { return source_dir() + "/tests/data/models"; }
+
+const nlohmann::json& tiny_models() {
+  static const nlohmann::json j = [] {
+    std::ifstream in(data_dir() + "/tiny_models.json");
+    EXPECT_TRUE(in.good()) << "tiny_models.json";
+    return nlohmann::json::parse(in);
+  }();
+  return j;
+}
+
+size_t argmax(const float* row, size_t n) {
+  return static_cast<size_t>(std::max_element(row, row + n) - row);
+}
+
+float top2_margin(const float* row, size_t n) {
+  float a = -INFINITY, b = -INFINITY;
+  for (size_t i = 0; i < n; ++i) {
+    if (row[i] > a) {
+      b = a;
+      a = row[i];
+    } else if (row[i] > b) {
+      b = row[i];
+    }
+  }
+  return a - b;
+}
+
+struct Case {
+  std::string arch;
+  std::string type;
+};
+
+class ForwardVsHf : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ForwardVsHf, LogitsMatchTransformers) {
+  const Case& c = GetParam();
+  auto file = gguf::GgufFile::open(tiny_path(c.arch, c.type));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto ref = read_npy(data_dir() + "/tiny-" + c.arch + ".logits.npy");
+  ASSERT_TRUE(ref.ok()) << ref.status().to_string();
+  ASSERT_EQ(ref->shape, (std::vector<int64_t>{kPos, kVocab}));
+  const auto& model = tiny_models().at("models").at(c.arch);
+  const auto ids = model.at("ids").get<std::vector<int32_t>>();
+  const auto& lcpp = model.at("llama_cpp_vs_hf").at(c.type);
+  const auto lcpp_top1 = lcpp.at("top1").get<std::vector<size_t>>();
+  const int lcpp_agree = lcpp.at("top1_agree").get<int>();
+  const double lcpp_max_err = lcpp.at("max_abs_diff").get<double>();
+  ASSERT_EQ(lcpp_top1.size(), static_cast<size_t>(kPos));
+  ASSERT_EQ(ids.size(), static_cast<size_t>(kPos));
+
+  auto got = run_forward_reference(*file, ids);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  ASSERT_EQ(got->size(), ref->data.size());
+
+  const float* hf = ref->data.data();
+  const float* ours = got->data();
+  double max_err = 0.0;
+  float lo = INFINITY, hi = -INFINITY;
+  for (size_t i = 0; i < got->size(); ++i) {
+    ASSERT_TRUE(std::isfinite(ours[i])) << "logit " << i;
+    max_err = std::max(max_err, std::fabs(static_cast<double>(ours[i]) - hf[i]));
+    lo = std::min(lo, hf[i]);
+    hi = std::max(hi, hf[i]);
+  }
+  int agree = 0;
+  int agree_lcpp = 0;
+  int small_margin_misses = 0;
+  std::string misses;
+  for (int p = 0; p < kPos; ++p) {
+    const float* h = hf + static_cast<size_t>(p) * kVocab;
+    const float* o = ours + static_cast<size_t>(p) * kVocab;
+    if (argmax(o, kVocab) == lcpp_top1[static_cast<size_t>(p)]) ++agree_lcpp;
+    if (argmax(h, kVocab) == argmax(o, kVocab)) {
+      ++agree;
+      continue;
+    }
+    const float margin = top2_margin(h, kVocab);
+    if (margin < 0.25f) ++small_margin_misses;
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), " pos %d (HF margin %.3f)", p, margin);
+    misses += buf;
+  }
+  std::printf(
+      "[forward] %-7s %-5s max_abs_err %.3g (llama.cpp %.3g; HF range %.2f)  top1 vs HF %d/%d "
+      "(llama.cpp %d/%d), vs llama.cpp %d/%d%s\n",
+      c.arch.c_str(), c.type.c_str(), max_err, lcpp_max_err, static_cast<double>(hi - lo), agree,
+      kPos, lcpp_agree, kPos, agree_lcpp, kPos, misses.c_str());
+
+  // The reference ops follow ggml (activations rounded to the weight's vec_dot type), so the
+  // argmax tracks llama.cpp's; gemma3 may differ once (llama.cpp's GELU uses an fp16 table).
+  EXPECT_GE(agree_lcpp, kPos - 1) << "top-1 vs llama.cpp";
+  if (c.type == "f32") {
+    EXPECT_LE(max_err, 1e-3 * (hi - lo));
+    EXPECT_LE(max_err, 1e-4);  // README: f32-GELU engines should match HF at ~1e-4
+    EXPECT_EQ(agree, kPos) << misses;
+  } else if (c.type == "f16") {
+    // ≥ 99% of 64: at most one miss, and only where HF's own top-2 gap is < 0.25.
+    EXPECT_GE(agree, kPos - 1) << misses;
+    EXPECT_EQ(agree + small_margin_misses, kPos) << misses;
+    EXPECT_LE(max_err, 2.0 * lcpp_max_err);
+  } else {
+    // Q8_0 (activations quantized to Q8_0 as ggml does) loses top-1s where HF's top-2 gap is
+    // tiny; llama.cpp itself agrees with HF on only 59–63 of 64 positions for these files
+    // (README table). Require: every miss at an HF gap < 0.25, no more misses than llama.cpp,
+    // and an error of llama.cpp's order.
+    EXPECT_EQ(agree + small_margin_misses, kPos) << misses;
+    EXPECT_GE(agree, std::min(lcpp_agree, kPos - 1)) << misses;
+    EXPECT_LE(max_err, 2.0 * lcpp_max_err);
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3", "gemma3"}) {
+    for (const char* type : {"f32", "f16", "q8_0"}) cases.push_back({arch, type});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, ForwardVsHf, ::testing::ValuesIn(all_cases()),
+                         [](const ::testing::TestParamInfo<Case>& p) {
+                           return p.param.arch + "_" + p.param.type;
+                         });
+
+TEST(ForwardGraph, SharesTiedEmbeddingNodeAndShapesLogits) {
+  auto file = gguf::GgufFile::open(tiny_path("qwen2", "f32"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto cfg = load_config(*file);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().to_string();
+  auto w = bind_weights(*file, *cfg);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  ASSERT_TRUE(w->tied_embeddings);
+  auto fg = build_forward_graph(*cfg, *w, 5);
+  ASSERT_TRUE(fg.ok()) << fg.status().to_string();
+  EXPECT_EQ(fg->weights.size(), w->n_bound);
+  const auto& out = fg->graph.node(fg->logits).desc;
+  EXPECT_EQ(out.ne, (std::array<int64_t, 4>{kVocab, 5, 1, 1}));
+}
+
+TEST(ForwardGraph, RejectsBadInputs) {
+  auto file = gguf::GgufFile::open(tiny_path("llama", "f32"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto cfg = load_config(*file);
+  ASSERT_TRUE(cfg.ok());
+  auto w = bind_weights(*file, *cfg);
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(build_forward_graph(*cfg, *w, 0).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<int32_t> empty;
+  EXPECT_EQ(run_forward_reference(*file, empty).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<int32_t> bad = {1, kVocab};
+  EXPECT_EQ(run_forward_reference(*file, bad).status().code(), StatusCode::kInvalidArgument);
+  const std::vector<int32_t> neg = {-1};
+  EXPECT_EQ(run_forward_reference(*file, neg).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(ForwardNpy, ParsesHeaderAndRejectsOtherTypes) {
+  auto make = [](const std::string& dict, size_t n_floats) {
+    std::string header = dict;
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::string s = "\x93NUMPY";
+    s += '\x01';
+    s += '\x00';
+    s += static_cast<char>(header.size() & 0xff);
+    s += static_cast<char>(header.size() >> 8);
+    s += header;
+    for (size_t i = 0; i < n_floats; ++i) {
+      const float f = static_cast<float>(i) + 0.5f;
+      uint32_t u;
+      std::memcpy(&u, &f, 4);
+      for (int k = 0; k < 4; ++k) s += static_cast<char>((u >> (8 * k)) & 0xff);
+    }
+    std::vector<uint8_t> b(s.size());
+    std::memcpy(b.data(), s.data(), s.size());
+    return b;
+  };
+  auto ok = parse_npy(make("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 6));
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(ok->shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ok->data[5], 5.5f);
+  auto vec = parse_npy(make("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", 4));
+  ASSERT_TRUE(vec.ok()) << vec.status().to_string();
+  EXPECT_EQ(vec->shape, (std::vector<int64_t>{4}));
+  EXPECT_FALSE(
+      parse_npy(make("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", 4)).ok());
+  EXPECT_FALSE(parse_npy(make("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }", 2)).ok());
+  EXPECT_EQ(parse_npy(make("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", 2))
+                .status()
+                .code(),
+            StatusCode::kDataLoss);
+  const std::vector<uint8_t> junk = {1, 2, 3};
+  EXPECT_EQ(parse_npy(junk).status().code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace geniex::models
