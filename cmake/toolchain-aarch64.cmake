@@ -19,8 +19,12 @@ set(CMAKE_C_COMPILER ${_geniex_cross_cc})
 set(CMAKE_CXX_COMPILER ${_geniex_cross_cxx})
 
 # Run target binaries (tests, gtest discovery) under user-mode qemu with the cross sysroot.
+# LD_LIBRARY_PATH makes the cross sysroot's libc win over the multiarch arm64 libc6 (pulled in
+# by libpcre2-dev:arm64 etc.): the cross ld.so with a libc of another build hangs in
+# pthread_create, so any test that starts a thread never returned.
 find_program(_geniex_qemu NAMES qemu-aarch64-static qemu-aarch64 REQUIRED)
-set(CMAKE_CROSSCOMPILING_EMULATOR ${_geniex_qemu} -L /usr/${_geniex_triple})
+set(CMAKE_CROSSCOMPILING_EMULATOR ${_geniex_qemu} -L /usr/${_geniex_triple} -E
+    LD_LIBRARY_PATH=/usr/${_geniex_triple}/lib)
 
 set(CMAKE_FIND_ROOT_PATH /usr/${_geniex_triple} /)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)  # build tools run on the host
