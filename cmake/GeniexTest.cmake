@@ -17,6 +17,7 @@ function(geniex_add_test)
   cmake_parse_arguments(T "" "NAME" "SOURCES;LIBS" ${ARGN})
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} geniex_options ${GENIEX_GTEST_LIBS})
+  target_include_directories(${T_NAME} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   gtest_discover_tests(${T_NAME} DISCOVERY_MODE PRE_TEST
                        PROPERTIES ENVIRONMENT "GENIEX_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
 endfunction()

@@ -92,9 +92,8 @@ TEST(ModelConfig, TinyModels) {
 
 TEST(ModelConfig, RealGemma3_270m) {
   const std::string path = test::gemma_270m_path();
-  if (path.empty()) GTEST_SKIP() << "gemma-3-270m-q4_k_m.gguf not present";
   auto f = gguf::GgufFile::open(path);
-  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  ASSERT_TRUE(f.ok()) << f.status().to_string() << " (run scripts/setup.sh)";
   auto r = load_config(*f);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const ModelConfig& c = *r;

@@ -86,9 +86,8 @@ TEST(ModelWeights, TinyModels) {
 
 TEST(ModelWeights, RealGemma3_270m) {
   const std::string path = test::gemma_270m_path();
-  if (path.empty()) GTEST_SKIP() << "gemma-3-270m-q4_k_m.gguf not present";
   auto f = gguf::GgufFile::open(path);
-  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  ASSERT_TRUE(f.ok()) << f.status().to_string() << " (run scripts/setup.sh)";
   auto c = load_config(*f);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   auto w = bind_weights(*f, *c);

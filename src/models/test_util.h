@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/real_model.h"
 #include "gguf/gguf_reader.h"
 #include "gguf/gguf_writer.h"
 
@@ -23,21 +24,8 @@ inline std::string tiny_path(const std::string& arch, const std::string& type) {
   return source_dir() + "/tests/data/models/tiny-" + arch + "-" + type + ".gguf";
 }
 
-/// The real Gemma 3 270M: $GENIEX_MODEL, else ~/.cache/geniex/models/...; "" when absent.
-inline std::string gemma_270m_path() {
-  std::vector<std::string> candidates;
-  if (const char* m = std::getenv("GENIEX_MODEL")) candidates.emplace_back(m);
-  if (const char* home = std::getenv("HOME"))
-    candidates.push_back(std::string(home) + "/.cache/geniex/models/gemma-3-270m-q4_k_m.gguf");
-  for (const auto& c : candidates) {
-    FILE* f = std::fopen(c.c_str(), "rb");
-    if (f) {
-      std::fclose(f);
-      return c;
-    }
-  }
-  return "";
-}
+/// The real Gemma 3 270M (see tests/common/real_model.h).
+inline std::string gemma_270m_path() { return testing_paths::real_model_path(); }
 
 /// A parsed in-memory GGUF that owns its bytes.
 struct OwnedGguf {

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/real_model.h"
 #include "gguf/gguf_writer.h"
 #include "tokenizer/jinja/chat_template.h"
 
@@ -55,12 +56,7 @@ TEST(ChatTemplateSource, FallbackByFamilyAndUnknownArchitecture) {
 }
 
 TEST(ChatTemplateSource, GemmaBuiltinMatchesOfficialTemplate) {
-  const char* home = std::getenv("HOME");
-  const char* model_env = std::getenv("GENIEX_MODEL");
-  const std::string model =
-      model_env ? model_env
-                : std::string(home ? home : "") + "/.cache/geniex/models/gemma-3-270m-q4_k_m.gguf";
-  auto file = gguf::GgufFile::open(model);
+  auto file = gguf::GgufFile::open(testing_paths::real_model_path());
   ASSERT_TRUE(file.ok()) << file.status().to_string() << " (run scripts/setup.sh)";
   auto src = chat_template_source(*file);
   ASSERT_TRUE(src.ok()) << src.status().to_string();

@@ -9,17 +9,12 @@
 #include <sstream>
 #include <string>
 
+#include "common/real_model.h"
 #include "gguf/gguf_reader.h"
 #include "tokenizer/tokenizer.h"
 
 namespace geniex::tokenizer {
 namespace {
-
-std::string model_path() {
-  if (const char* m = std::getenv("GENIEX_MODEL")) return m;
-  const char* home = std::getenv("HOME");
-  return std::string(home ? home : "") + "/.cache/geniex/models/gemma-3-270m-q4_k_m.gguf";
-}
 
 std::string goldens_path() {
   const char* src = std::getenv("GENIEX_SOURCE_DIR");
@@ -33,7 +28,7 @@ std::string join(const std::vector<int32_t>& v) {
 }
 
 TEST(GemmaCorpus, MatchesLlamaCppAndHuggingFace) {
-  auto file = gguf::GgufFile::open(model_path());
+  auto file = gguf::GgufFile::open(testing_paths::real_model_path());
   ASSERT_TRUE(file.ok()) << file.status().to_string() << " (run scripts/setup.sh)";
   auto tok = Tokenizer::from_gguf(*file);
   ASSERT_TRUE(tok.ok()) << tok.status().to_string();
