@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cmd_inspect.h"
+#include "cmd_run.h"
 #include "cmd_tokenize.h"
 #include "command.h"
 
@@ -21,11 +22,10 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", "geniex " GENIEX_VERSION_STRING);
   app.require_subcommand(1);
 
-  // One line per subcommand; later: run, chat, serve, bench, tokenize, quantize, convert.
+  // One line per subcommand; later: serve, bench, quantize, convert.
   const std::vector<Command> commands = {
-      register_inspect(app),
-      register_tokenize(app),
-      register_detokenize(app),
+      register_run(app),      register_chat(app),       register_inspect(app),
+      register_tokenize(app), register_detokenize(app),
   };
 
   try {

@@ -95,8 +95,11 @@ Result<TensorDesc> infer_attention(const std::vector<TensorDesc>& in, const OpPa
   constexpr OpKind kind = OpKind::kAttention;
   GENIEX_TRY(expect_inputs(kind, in, 5, 5));
   const char* names[] = {"q", "k", "v", "q_pos", "k_pos"};
-  for (size_t i = 0; i < 5; ++i)
+  for (size_t i = 0; i < 5; ++i) {
+    // k and v may come from an F16 KV cache (a state or a CacheWrite result).
+    if ((i == 1 || i == 2) && in[i].dtype == GgmlType::kF16) continue;
     GENIEX_TRY(expect_type(kind, in, i, i < 3 ? kF32 : kI32, names[i]));
+  }
   const TensorDesc &q = in[0], &k = in[1], &v = in[2];
   if (q.ne[3] != 1 || k.ne[3] != 1 || v.ne[3] != 1) {
     return bad(kind, in, "q, k, v must be 3-D [head_dim, n_heads, n_tokens]");
@@ -202,6 +205,28 @@ Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& in, c
       }
       return out;
     }
+    case OpKind::kGetRows: {
+      GENIEX_TRY(expect_inputs(kind, in, 2, 2));
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "x"));
+      GENIEX_TRY(expect_type(kind, in, 1, kI32, "idx"));
+      if (in[0].ne[2] != 1 || in[0].ne[3] != 1) return bad(kind, in, "x must be 2-D [E, T]");
+      if (!is_vector(in[1])) return bad(kind, in, "idx must be 1-D [n]");
+      return make_desc(kF32, in[0].ne[0], in[1].ne[0]);
+    }
+    case OpKind::kCacheWrite: {
+      GENIEX_TRY(expect_inputs(kind, in, 3, 3));
+      if (in[0].dtype != kF32 && in[0].dtype != GgmlType::kF16) {
+        return bad(kind, in, "state must be F32 or F16");
+      }
+      GENIEX_TRY(expect_type(kind, in, 1, kF32, "src"));
+      GENIEX_TRY(expect_type(kind, in, 2, kI32, "slots"));
+      const TensorDesc &st = in[0], &src = in[1];
+      if (st.ne[3] != 1 || src.ne[3] != 1 || st.ne[0] != src.ne[0] || st.ne[1] != src.ne[1]) {
+        return bad(kind, in, "src must be [E0, E1, T] with the state's E0, E1");
+      }
+      if (!is_vector(in[2]) || in[2].ne[0] != src.ne[2]) return bad(kind, in, "slots must be [T]");
+      return st;
+    }
   }
   return internal_error("infer_shape: unknown op kind");
 }
@@ -222,6 +247,14 @@ NodeId Graph::add_input(const TensorDesc& desc, std::string name) {
 NodeId Graph::add_weight(const TensorDesc& desc, std::string name) {
   Node n;
   n.role = NodeRole::kWeight;
+  n.desc = desc;
+  n.name = std::move(name);
+  return push(std::move(n));
+}
+
+NodeId Graph::add_state(const TensorDesc& desc, std::string name) {
+  Node n;
+  n.role = NodeRole::kState;
   n.desc = desc;
   n.name = std::move(name);
   return push(std::move(n));
@@ -248,6 +281,9 @@ Result<NodeId> Graph::add_op(OpKind kind, const std::vector<NodeId>& inputs, con
     // F32-consuming ops accept any dequantizable weight (e.g. an F16 norm weight): the
     // reference dequantizes it. MatMul / Embedding see the raw type.
     const bool raw_slot = (kind == OpKind::kMatMul || kind == OpKind::kEmbedding) && descs.empty();
+    if (kind == OpKind::kCacheWrite && descs.empty() && in.role != NodeRole::kState) {
+      return invalid_argument("CacheWrite: input 0 '" + in.name + "' must be a state node");
+    }
     if (in.role == NodeRole::kWeight && !raw_slot && quant::can_dequantize(d.dtype)) {
       d.dtype = kF32;
     }

@@ -18,6 +18,8 @@ std::string_view op_name(OpKind kind) {
     case OpKind::kSoftcap: return "Softcap";
     case OpKind::kGlu: return "Glu";
     case OpKind::kReshape: return "Reshape";
+    case OpKind::kGetRows: return "GetRows";
+    case OpKind::kCacheWrite: return "CacheWrite";
   }
   return "Unknown";
 }

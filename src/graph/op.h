@@ -14,21 +14,24 @@ namespace geniex::graph {
 /// What a node computes. Input lists are given per kind; every activation is F32 and every
 /// position / token id tensor is I32 (see README.md for the full table).
 enum class OpKind : uint8_t {
-  kEmbedding,  ///< {table [E, V] any dequantizable type, ids [T] I32} -> [E, T] (get_rows)
-  kMatMul,     ///< {w [K, N] any vec_dot type, x [K, M, B2, B3]} -> [N, M, B2, B3]
-  kRmsNorm,    ///< {x} or {x, w [ne0]}: x / sqrt(mean(x^2) + eps) (* w, fused when given)
-  kRope,       ///< {x [d, H, T], pos [T] I32} or {.., freq_factors [n_dims/2]} -> [d, H, T]
-  kAttention,  ///< {q [d, Hq, Tq], k [d, Hkv, Tk], v [dv, Hkv, Tk], q_pos [Tq], k_pos [Tk]}
-               ///<   -> [dv, Hq, Tq]
-  kSoftmax,    ///< {x}: softmax over ne[0] of x * scale (scale defaults to 1)
-  kGelu,       ///< {x}: tanh-approximated GELU (HF gelu_pytorch_tanh, ggml GELU)
-  kSilu,       ///< {x}: x * sigmoid(x)
-  kMul,        ///< {a, b}: a * b, b broadcast where its ne[i] == 1
-  kAdd,        ///< {a, b}: a + b, b broadcast where its ne[i] == 1
-  kScale,      ///< {x}: x * scale
-  kSoftcap,    ///< {x}: cap * tanh(x / cap) (final-logit softcapping)
-  kGlu,        ///< {gate, up}: act(gate) * up, act = SiLU (SwiGLU) or GELU-tanh (GeGLU)
-  kReshape,    ///< {x}: same elements, new shape `OpParams::ne` (a view; the reference copies)
+  kEmbedding,   ///< {table [E, V] any dequantizable type, ids [T] I32} -> [E, T] (get_rows)
+  kMatMul,      ///< {w [K, N] any vec_dot type, x [K, M, B2, B3]} -> [N, M, B2, B3]
+  kRmsNorm,     ///< {x} or {x, w [ne0]}: x / sqrt(mean(x^2) + eps) (* w, fused when given)
+  kRope,        ///< {x [d, H, T], pos [T] I32} or {.., freq_factors [n_dims/2]} -> [d, H, T]
+  kAttention,   ///< {q [d, Hq, Tq], k [d, Hkv, Tk], v [dv, Hkv, Tk], q_pos [Tq], k_pos [Tk]}
+                ///<   -> [dv, Hq, Tq]
+  kSoftmax,     ///< {x}: softmax over ne[0] of x * scale (scale defaults to 1)
+  kGelu,        ///< {x}: tanh-approximated GELU (HF gelu_pytorch_tanh, ggml GELU)
+  kSilu,        ///< {x}: x * sigmoid(x)
+  kMul,         ///< {a, b}: a * b, b broadcast where its ne[i] == 1
+  kAdd,         ///< {a, b}: a + b, b broadcast where its ne[i] == 1
+  kScale,       ///< {x}: x * scale
+  kSoftcap,     ///< {x}: cap * tanh(x / cap) (final-logit softcapping)
+  kGlu,         ///< {gate, up}: act(gate) * up, act = SiLU (SwiGLU) or GELU-tanh (GeGLU)
+  kReshape,     ///< {x}: same elements, new shape `OpParams::ne` (a view; the reference copies)
+  kGetRows,     ///< {x [E, T, 1, 1], idx [n] I32} -> [E, n]: rows idx of x (e.g. the last token)
+  kCacheWrite,  ///< {state [E0, E1, S] F16/F32, src [E0, E1, T], slots [T] I32} -> the state,
+                ///<   after writing src token t into state slot slots[t] (an alias of the state)
 };
 
 /// Name of a kind for messages, e.g. "MatMul".

@@ -21,7 +21,8 @@ std::string who(const Graph& g, NodeId id) {
 struct Values {
   std::vector<std::vector<float>> f32;
   std::vector<std::span<const int32_t>> i32;
-  std::vector<std::span<const uint8_t>> raw;
+  std::vector<std::span<const uint8_t>> raw;  // weights, states, CacheWrite results
+  std::vector<std::span<uint8_t>> state;      // writable bytes of state nodes
   std::vector<bool> has_f32;
 };
 
@@ -29,7 +30,7 @@ struct Values {
 Result<std::span<const float>> f32_of(const Graph& g, Values& v, NodeId id) {
   if (!v.has_f32[id]) {
     const Node& n = g.node(id);
-    if (n.role != NodeRole::kWeight) return internal_error(who(g, id) + " has no F32 value");
+    if (v.raw[id].empty()) return internal_error(who(g, id) + " has no F32 value");
     const auto row = ggml_row_bytes(n.desc.dtype, static_cast<uint64_t>(n.desc.ne[0]));
     if (!row) return invalid_argument(who(g, id) + ": row is not whole blocks");
     auto& buf = v.f32[id];
@@ -84,10 +85,50 @@ Status bind_leaf(const Graph& g, Values& v, NodeId id,
   return {};
 }
 
+Status bind_state(const Graph& g, Values& v, NodeId id,
+                  const std::unordered_map<NodeId, std::span<uint8_t>>& states) {
+  const Node& n = g.node(id);
+  auto it = states.find(id);
+  if (it == states.end()) return invalid_argument(who(g, id) + ": state is not bound");
+  const auto row = ggml_row_bytes(n.desc.dtype, static_cast<uint64_t>(n.desc.ne[0]));
+  const size_t need = row ? *row * sz(n.desc.nrows()) : 0;
+  if (!row || it->second.size() < need) {
+    return invalid_argument(who(g, id) + ": bound " + std::to_string(it->second.size()) +
+                            " bytes, " + n.desc.to_string() + " needs " + std::to_string(need));
+  }
+  v.state[id] = it->second;
+  v.raw[id] = it->second.first(need);
+  return {};
+}
+
+// Writes src token t into state slot slots[t], converting to the state's type.
+Status cache_write(const Graph& g, Values& v, NodeId id) {
+  const Node& n = g.node(id);
+  const NodeId st = n.inputs[0];
+  GENIEX_ASSIGN_OR_RETURN(auto src, f32_of(g, v, n.inputs[1]));
+  const auto slots = v.i32[n.inputs[2]];
+  const TensorDesc& d = g.node(st).desc;
+  const int64_t row_elems = d.ne[0] * d.ne[1];
+  const size_t row_bytes = *ggml_row_bytes(d.dtype, static_cast<uint64_t>(row_elems));
+  std::span<uint8_t> bytes = v.state[st];
+  for (size_t t = 0; t < slots.size(); ++t) {
+    if (slots[t] < 0 || slots[t] >= d.ne[2]) {
+      return out_of_range(who(g, id) + ": slot " + std::to_string(slots[t]) + " outside [0, " +
+                          std::to_string(d.ne[2]) + ")");
+    }
+    GENIEX_TRY(quant::quantize_row(d.dtype, src.subspan(t * sz(row_elems), sz(row_elems)),
+                                   bytes.subspan(sz(slots[t]) * row_bytes, row_bytes)));
+  }
+  v.raw[id] = v.raw[st];
+  v.has_f32[st] = false;  // any F32 copy of the state is stale now
+  return {};
+}
+
 Status run_op(const Graph& g, Values& v, NodeId id) {
   const Node& n = g.node(id);
   const auto& in = n.inputs;
   const auto& p = n.params;
+  if (n.op == OpKind::kCacheWrite) return cache_write(g, v, id);
   auto& out = v.f32[id];
   out.assign(sz(n.desc.nelements()), 0.0f);
   auto desc = [&](size_t i) -> const TensorDesc& { return g.node(in[i]).desc; };
@@ -152,6 +193,21 @@ Status run_op(const Graph& g, Values& v, NodeId id) {
       std::copy(x.begin(), x.end(), out.begin());
       return {};
     }
+    case OpKind::kGetRows: {
+      GENIEX_ASSIGN_OR_RETURN(auto x, f32_of(g, v, in[0]));
+      const auto idx = v.i32[in[1]];
+      const int64_t e = desc(0).ne[0];
+      for (size_t r = 0; r < idx.size(); ++r) {
+        if (idx[r] < 0 || idx[r] >= desc(0).ne[1]) {
+          return out_of_range("row " + std::to_string(idx[r]) + " outside [0, " +
+                              std::to_string(desc(0).ne[1]) + ")");
+        }
+        std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(idx[r] * e), e,
+                    out.begin() + static_cast<std::ptrdiff_t>(sz(r) * sz(e)));
+      }
+      return {};
+    }
+    case OpKind::kCacheWrite: break;  // handled above
   }
   return internal_error("run_reference: unknown op kind");
 }
@@ -164,7 +220,17 @@ Status run_reference(const Graph& graph, const Bindings& b) {
   v.f32.resize(n);
   v.i32.resize(n);
   v.raw.resize(n);
+  v.state.resize(n);
   v.has_f32.assign(n, false);
+  std::unordered_map<NodeId, std::span<uint8_t>> states;
+  for (const auto& [id, st] : b.states_) {
+    if (id < n && st.type != graph.node(id).desc.dtype) {
+      return invalid_argument(who(graph, id) + ": state bound as " +
+                              std::string(ggml_type_name(st.type)) + " but declared " +
+                              graph.node(id).desc.to_string());
+    }
+    states[id] = st.bytes;
+  }
   std::unordered_map<NodeId, std::span<const uint8_t>> raw;
   for (const auto& [id, w] : b.weights_) {
     if (id < n && w.type != graph.node(id).desc.dtype) {
@@ -181,7 +247,9 @@ Status run_reference(const Graph& graph, const Bindings& b) {
         return Status(s.code(),
                       who(graph, id) + " (" + std::string(op_name(node.op)) + "): " + s.message());
       }
-      v.has_f32[id] = true;
+      if (node.op != OpKind::kCacheWrite) v.has_f32[id] = true;
+    } else if (node.role == NodeRole::kState) {
+      GENIEX_TRY(bind_state(graph, v, id, states));
     } else {
       GENIEX_TRY(bind_leaf(graph, v, id, b.f32_, b.i32_, raw));
     }

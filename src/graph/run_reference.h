@@ -22,19 +22,45 @@ class Bindings {
   void bind_weight(NodeId id, GgmlType type, std::span<const uint8_t> bytes) {
     weights_[id] = Weight{type, bytes};
   }
+  /// Persistent state (e.g. a KV cache layer): raw bytes of the node's dtype, read and written
+  /// in place by CacheWrite. The bytes may be longer than the node needs (a cache with room to
+  /// grow): only the first ne-worth of rows is used.
+  void bind_state(NodeId id, GgmlType type, std::span<uint8_t> bytes) {
+    states_[id] = State{type, bytes};
+  }
   /// Where to copy node `id`'s F32 result (any node, usually an op).
   void bind_output(NodeId id, std::span<float> data) { out_[id] = data; }
 
  private:
   friend Status run_reference(const Graph& graph, const Bindings& bindings);
+  friend class BindingsAccess;
   struct Weight {
     GgmlType type;
     std::span<const uint8_t> bytes;
+  };
+  struct State {
+    GgmlType type;
+    std::span<uint8_t> bytes;
   };
   std::unordered_map<NodeId, std::span<const float>> f32_;
   std::unordered_map<NodeId, std::span<const int32_t>> i32_;
   std::unordered_map<NodeId, Weight> weights_;
   std::unordered_map<NodeId, std::span<float>> out_;
+  std::unordered_map<NodeId, State> states_;
+};
+
+/// Read access to a Bindings for executors other than run_reference (backends).
+class BindingsAccess {
+ public:
+  explicit BindingsAccess(const Bindings& b) : b_(b) {}
+  [[nodiscard]] const auto& f32_inputs() const { return b_.f32_; }
+  [[nodiscard]] const auto& i32_inputs() const { return b_.i32_; }
+  [[nodiscard]] const auto& weights() const { return b_.weights_; }
+  [[nodiscard]] const auto& outputs() const { return b_.out_; }
+  [[nodiscard]] const auto& states() const { return b_.states_; }
+
+ private:
+  const Bindings& b_;
 };
 
 /// Runs every op of `graph` with the reference implementations and copies each bound output.

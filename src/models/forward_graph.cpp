@@ -58,8 +58,9 @@ class Builder {
 
 // One attention block on the normalized stream x [n_embd, T]; returns [n_embd, T] (before any
 // post norm / residual).
-Result<NodeId> attention_block(Builder& b, const ModelConfig& cfg, const LayerWeights& lw,
-                               uint32_t il, NodeId x, NodeId pos, int64_t T) {
+Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& cfg,
+                               const LayerWeights& lw, uint32_t il, NodeId x, NodeId pos,
+                               int64_t T) {
   const int64_t dk = cfg.head_dim_k;
   const int64_t dv = cfg.head_dim_v;
   const int64_t n_head = cfg.n_head;
@@ -97,7 +98,13 @@ Result<NodeId> attention_block(Builder& b, const ModelConfig& cfg, const LayerWe
   ap.attn.causal = true;
   ap.attn.sliding_window = cfg.layer_is_sliding(il) ? static_cast<int32_t>(cfg.sliding_window) : 0;
   ap.attn.softcap = cfg.attn_logit_softcap;
-  GENIEX_ASSIGN_OR_RETURN(NodeId a, b.op(OpKind::kAttention, {q, k, v, pos, pos}, ap));
+  NodeId k_pos = pos;
+  if (!fg.k_cache.empty()) {  // write this batch into the cache, attend over the cache
+    GENIEX_ASSIGN_OR_RETURN(k, b.op(OpKind::kCacheWrite, {fg.k_cache[il], k, fg.kv_slots}));
+    GENIEX_ASSIGN_OR_RETURN(v, b.op(OpKind::kCacheWrite, {fg.v_cache[il], v, fg.kv_slots}));
+    k_pos = fg.kv_pos;
+  }
+  GENIEX_ASSIGN_OR_RETURN(NodeId a, b.op(OpKind::kAttention, {q, k, v, pos, k_pos}, ap));
   GENIEX_ASSIGN_OR_RETURN(a, b.reshape(a, dv * n_head, T));
   return b.linear(a, lw.attn_output, lw.attn_output_b);
 }
@@ -117,6 +124,14 @@ Result<NodeId> ffn_block(Builder& b, const ModelConfig& cfg, const LayerWeights&
 
 Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeights& w,
                                          int32_t n_tokens) {
+  ForwardSpec spec;
+  spec.n_tokens = n_tokens;
+  return build_forward_graph(cfg, w, spec);
+}
+
+Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeights& w,
+                                         const ForwardSpec& spec) {
+  const int32_t n_tokens = spec.n_tokens;
   if (n_tokens < 1) {
     return invalid_argument("build_forward_graph: n_tokens must be >= 1, got " +
                             std::to_string(n_tokens));
@@ -135,6 +150,36 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
 
   fg.token_ids = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "token_ids");
   fg.positions = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "positions");
+  if (spec.n_kv > 0) {
+    if (spec.n_kv < n_tokens) {
+      return invalid_argument("build_forward_graph: n_kv " + std::to_string(spec.n_kv) +
+                              " is smaller than the batch (" + std::to_string(n_tokens) + ")");
+    }
+    if (spec.kv_type != GgmlType::kF16 && spec.kv_type != GgmlType::kF32) {
+      return unimplemented("build_forward_graph: KV cache type " +
+                           std::string(ggml_type_name(spec.kv_type)) + " (F16 or F32 only)");
+    }
+    fg.kv_slots = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "kv_slots");
+    fg.kv_pos = fg.graph.add_input(graph::make_desc(GgmlType::kI32, spec.n_kv), "kv_pos");
+    for (uint32_t il = 0; il < cfg.n_layer; ++il) {
+      const int64_t n_kv_head = cfg.n_head_kv_at(il);
+      fg.k_cache.push_back(
+          fg.graph.add_state(graph::make_desc(spec.kv_type, cfg.head_dim_k, n_kv_head, spec.n_kv),
+                             "cache_k." + std::to_string(il)));
+      fg.v_cache.push_back(
+          fg.graph.add_state(graph::make_desc(spec.kv_type, cfg.head_dim_v, n_kv_head, spec.n_kv),
+                             "cache_v." + std::to_string(il)));
+    }
+  }
+  fg.n_outputs = spec.n_outputs < 0 ? n_tokens : spec.n_outputs;
+  if (spec.n_outputs >= 0) {
+    if (spec.n_outputs < 1 || spec.n_outputs > n_tokens) {
+      return invalid_argument("build_forward_graph: n_outputs " + std::to_string(spec.n_outputs) +
+                              " outside [1, " + std::to_string(n_tokens) + "]");
+    }
+    fg.output_rows =
+        fg.graph.add_input(graph::make_desc(GgmlType::kI32, spec.n_outputs), "output_rows");
+  }
 
   GENIEX_ASSIGN_OR_RETURN(NodeId x, b.op(OpKind::kEmbedding, {b.weight(w.tok_embd), fg.token_ids}));
   if (cfg.embd_scale != 1.0f) {
@@ -146,7 +191,7 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
   for (uint32_t il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& lw = w.layers[il];
     GENIEX_ASSIGN_OR_RETURN(NodeId h, b.rms_norm(x, lw.attn_norm));
-    GENIEX_ASSIGN_OR_RETURN(h, attention_block(b, cfg, lw, il, h, fg.positions, T));
+    GENIEX_ASSIGN_OR_RETURN(h, attention_block(b, fg, cfg, lw, il, h, fg.positions, T));
     if (cfg.has_post_norms) {
       GENIEX_ASSIGN_OR_RETURN(h, b.rms_norm(h, lw.post_attention_norm));
     }
@@ -160,6 +205,9 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kAdd, {x, h}));
   }
 
+  if (spec.n_outputs >= 0) {  // only the requested rows go through the (large) LM head
+    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kGetRows, {x, fg.output_rows}));
+  }
   GENIEX_ASSIGN_OR_RETURN(x, b.rms_norm(x, w.output_norm));
   GENIEX_ASSIGN_OR_RETURN(x, b.linear(x, w.output, w.output_b));
   if (cfg.final_logit_softcap > 0.0f) {

@@ -21,14 +21,33 @@ struct WeightBinding {
   const gguf::TensorInfo* tensor = nullptr;
 };
 
-/// A forward graph over `n_tokens` tokens (positions are an input, so any offset works, but
-/// attention only sees this batch: no KV cache).
+/// What one forward step computes.
+struct ForwardSpec {
+  int32_t n_tokens = 1;  ///< new tokens in this step
+  /// 0: no KV cache — attention sees only this batch. > 0: every layer writes the batch's K/V
+  /// into its cache (state nodes [head_dim, n_kv_head, n_kv], type `kv_type`) at the slots of
+  /// input `kv_slots`, and attends over cache slots [0, n_kv) whose positions are `kv_pos`
+  /// (-1 = empty slot).
+  int32_t n_kv = 0;
+  GgmlType kv_type = GgmlType::kF16;
+  /// < 0: logits for every token. Else logits for `n_outputs` rows picked by input
+  /// `output_rows` (e.g. just the last token while generating).
+  int32_t n_outputs = -1;
+};
+
+/// A forward graph over `n_tokens` tokens; positions are an input, so any offset works.
 struct ForwardGraph {
   graph::Graph graph;
-  graph::NodeId token_ids = 0;  ///< input I32 [n_tokens]
-  graph::NodeId positions = 0;  ///< input I32 [n_tokens]
-  graph::NodeId logits = 0;     ///< F32 [n_vocab, n_tokens] (row-major by token)
+  graph::NodeId token_ids = 0;         ///< input I32 [n_tokens]
+  graph::NodeId positions = 0;         ///< input I32 [n_tokens]
+  graph::NodeId logits = 0;            ///< F32 [n_vocab, n_outputs] (row-major by token)
+  graph::NodeId kv_slots = 0;          ///< input I32 [n_tokens] (cache slot of each new token)
+  graph::NodeId kv_pos = 0;            ///< input I32 [n_kv] (position held by each cache slot)
+  graph::NodeId output_rows = 0;       ///< input I32 [n_outputs] when n_outputs >= 0
+  std::vector<graph::NodeId> k_cache;  ///< per layer: state node of the K cache
+  std::vector<graph::NodeId> v_cache;  ///< per layer: state node of the V cache
   int32_t n_tokens = 0;
+  int32_t n_outputs = 0;  ///< rows of `logits`
   uint32_t n_vocab = 0;
   /// Every weight node, once per distinct tensor (tied embeddings share one node).
   std::vector<WeightBinding> weights;
@@ -38,6 +57,9 @@ struct ForwardGraph {
 /// combination the graph IR rejects (the Status names the op and shapes).
 Result<ForwardGraph> build_forward_graph(const ModelConfig& config, const ModelWeights& weights,
                                          int32_t n_tokens);
+/// The same with a KV cache and/or selected output rows (see ForwardSpec).
+Result<ForwardGraph> build_forward_graph(const ModelConfig& config, const ModelWeights& weights,
+                                         const ForwardSpec& spec);
 
 /// Binds every weight node of `fg` to its tensor's raw bytes (borrowed from the GgufFile).
 void bind_forward_weights(const ForwardGraph& fg, graph::Bindings& bindings);

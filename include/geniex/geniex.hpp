@@ -1,0 +1,218 @@
+// GenieX public C++ API: load a GGUF model and generate text on the device.
+//
+//   auto model = geniex::ModelBuilder("gemma-3-270m.gguf")
+//                    .with_device(geniex::Device::cpu())
+//                    .build();
+//   if (!model.ok()) { std::cerr << model.status().to_string(); return 1; }
+//   auto out = model->generate("The capital of France is", geniex::GenerationConfig{});
+//
+// Nothing here throws: every fallible call returns a Status or Result (geniex/status.h).
+// A Model is not thread-safe; use one per thread (they may share nothing but the file cache).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "geniex/status.h"
+
+namespace geniex {
+
+/// Where the model should run. The runtime places work on the preferred unit and falls back
+/// down the chain NPU -> GPU -> CPU when a unit is missing or cannot run a stage (it logs why).
+class Device {
+ public:
+  enum class Kind { kAuto, kCpu, kGpu, kNpu };
+
+  static Device automatic() { return Device(Kind::kAuto); }
+  static Device cpu() { return Device(Kind::kCpu); }
+  static Device gpu() { return Device(Kind::kGpu); }
+  static Device npu() { return Device(Kind::kNpu); }
+  /// "auto", "cpu", "gpu" or "npu"; anything else is kInvalidArgument.
+  static Result<Device> parse(std::string_view name);
+
+  [[nodiscard]] Kind kind() const { return kind_; }
+  /// "auto", "cpu", "gpu", "npu".
+  [[nodiscard]] std::string_view name() const;
+
+ private:
+  explicit Device(Kind k) : kind_(k) {}
+  Kind kind_;
+};
+
+/// Element type of the KV cache.
+enum class KvCacheType {
+  kF16,  ///< half the memory; llama.cpp's default (the default)
+  kF32,  ///< exact: no rounding of keys, values, queries or attention weights
+};
+
+/// Why generation ended.
+enum class StopReason {
+  kEndOfGeneration,  ///< the model emitted an end-of-generation token
+  kMaxTokens,        ///< max_tokens reached
+  kStopString,       ///< one of GenerationConfig::stop appeared (it is not part of the text)
+  kCancelled,        ///< the token callback returned false
+  kContextFull,      ///< the context window has no room for another token
+};
+
+/// "eog", "length", "stop", "cancelled", "context_full".
+std::string_view stop_reason_name(StopReason r);
+
+/// Sampling and stopping for one generation. Defaults are llama.cpp's.
+struct GenerationConfig {
+  int32_t max_tokens = 256;         ///< upper bound of generated tokens (>= 0)
+  float temperature = 0.8f;         ///< 0 = greedy
+  int32_t top_k = 40;               ///< 0 = off
+  float top_p = 0.95f;              ///< 1 = off
+  float min_p = 0.05f;              ///< 0 = off
+  float repetition_penalty = 1.0f;  ///< 1 = off
+  float presence_penalty = 0.0f;    ///< 0 = off
+  float frequency_penalty = 0.0f;   ///< 0 = off
+  int32_t penalty_last_n = 64;      ///< window of the penalties; -1 = whole context
+  /// Seed of the sampler; unset = a fresh random seed per call. The same seed, prompt and
+  /// settings give the same text.
+  std::optional<uint64_t> seed;
+  /// Generation stops before the first occurrence of any of these (may span tokens).
+  std::vector<std::string> stop;
+  /// Keep going after end-of-generation tokens (they are still not printed).
+  bool ignore_eos = false;
+  /// generate(text) only: turn special-token text in the prompt (e.g. "<start_of_turn>")
+  /// into the special tokens.
+  bool parse_special = false;
+  /// generate(text) only: add the vocabulary's BOS (and other automatic specials).
+  bool add_special = true;
+};
+
+/// Speed of one generation.
+struct Timings {
+  int32_t prompt_tokens = 0;     ///< tokens of the prompt
+  int32_t cached_tokens = 0;     ///< prompt tokens reused from the previous call's context
+  int32_t generated_tokens = 0;  ///< tokens sampled
+  double prompt_ms = 0;          ///< prefill of the (uncached) prompt tokens
+  double generation_ms = 0;      ///< from the first sampled token to the end
+  double ttft_ms = 0;            ///< call start to the first token's text
+  [[nodiscard]] double prompt_tokens_per_second() const;
+  [[nodiscard]] double generation_tokens_per_second() const;
+};
+
+/// The result of generate() / chat().
+struct Generation {
+  std::string text;                    ///< generated text (no stop string, no EOG token text)
+  std::vector<int32_t> prompt_tokens;  ///< what the model was fed
+  std::vector<int32_t> tokens;         ///< generated ids (incl. a final EOG token if any)
+  StopReason stop_reason = StopReason::kMaxTokens;
+  Timings timings;
+};
+
+/// Called for each piece of generated text as soon as it is final (stop strings held back).
+/// Return false to cancel: generation ends with StopReason::kCancelled.
+using TokenCallback = std::function<bool(std::string_view text, int32_t token)>;
+
+/// One chat turn; role is "system", "user" or "assistant".
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+/// Facts about a loaded model.
+struct ModelInfo {
+  std::string path;
+  std::string architecture;  ///< general.architecture
+  std::string name;          ///< general.name
+  int64_t n_params = 0;
+  int64_t file_bytes = 0;
+  int32_t n_layer = 0;
+  int32_t n_embd = 0;
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;
+  int32_t n_ctx = 0;  ///< the context this Model was built with
+  int32_t n_threads = 0;
+  std::string placement;  ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
+};
+
+class ModelBuilder;
+
+/// A loaded model with one conversation context. Movable, not copyable.
+class Model {
+ public:
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  /// Completes raw text (no chat template). The prompt is tokenized with config.add_special /
+  /// parse_special. Errors: invalid sampling settings, a prompt longer than the context.
+  Result<Generation> generate(std::string_view prompt, const GenerationConfig& config = {},
+                              const TokenCallback& on_token = {});
+  /// Completes from token ids.
+  Result<Generation> generate(std::span<const int32_t> prompt_tokens,
+                              const GenerationConfig& config = {},
+                              const TokenCallback& on_token = {});
+  /// Applies the model's chat template (with the generation prompt) and generates the reply.
+  /// The cached context is reused where the new prompt starts with it (multi-turn chat costs
+  /// only the new tokens).
+  Result<Generation> chat(std::span<const ChatMessage> messages,
+                          const GenerationConfig& config = {}, const TokenCallback& on_token = {});
+
+  /// The chat template's rendering of `messages`.
+  [[nodiscard]] Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
+                                                        bool add_generation_prompt = true) const;
+  [[nodiscard]] Result<std::vector<int32_t>> tokenize(std::string_view text,
+                                                      bool add_special = true,
+                                                      bool parse_special = false) const;
+  [[nodiscard]] Result<std::string> detokenize(std::span<const int32_t> tokens) const;
+  /// Whether `token` ends generation (EOS, end-of-turn, ...).
+  [[nodiscard]] bool is_end_of_generation(int32_t token) const;
+
+  /// Logits of every position of `tokens`, evaluated from an empty context:
+  /// tokens.size() rows of n_vocab floats. For perplexity and tests.
+  Result<std::vector<float>> logits(std::span<const int32_t> tokens);
+
+  /// Forgets the cached context.
+  void reset();
+
+  [[nodiscard]] const ModelInfo& info() const;
+
+ private:
+  friend class ModelBuilder;
+  struct Impl;
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Configures and loads a Model.
+class ModelBuilder {
+ public:
+  explicit ModelBuilder(std::string path);
+
+  ModelBuilder& with_device(Device device);
+  /// Context window in tokens (default 4096, capped at the model's training context).
+  ModelBuilder& with_context_size(int32_t n_ctx);
+  /// Worker threads (default: all hardware threads).
+  ModelBuilder& with_threads(int32_t n_threads);
+  /// Largest number of prompt tokens evaluated in one step (default 512).
+  ModelBuilder& with_batch_size(int32_t n_batch);
+  /// Element type of the KV cache (default F16).
+  ModelBuilder& with_kv_cache_type(KvCacheType type);
+  /// Receives log lines (placement decisions, fallbacks). Default: none.
+  ModelBuilder& with_log(std::function<void(std::string_view)> log);
+
+  /// Loads the model. Errors: missing/corrupt file, unknown architecture, missing tensors,
+  /// unsupported weight types, memory exhausted — each with a message naming the cause.
+  [[nodiscard]] Result<Model> build() const;
+
+ private:
+  std::string path_;
+  Device device_ = Device::automatic();
+  int32_t n_ctx_ = 4096;
+  int32_t n_threads_ = 0;
+  int32_t n_batch_ = 512;
+  KvCacheType kv_type_ = KvCacheType::kF16;
+  std::function<void(std::string_view)> log_;
+};
+
+}  // namespace geniex

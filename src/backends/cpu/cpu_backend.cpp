@@ -1,0 +1,388 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/exec_plan.h"
+#include "backends/cpu/kernels/vec_dot.h"
+#include "core/fp16.h"
+#include "core/thread_pool.h"
+#include "graph/ref_ops.h"
+#include "quant/quant.h"
+
+namespace geniex::backends {
+namespace {
+
+using graph::Node;
+using graph::NodeId;
+using graph::NodeRole;
+using graph::OpKind;
+
+size_t sz(int64_t v) { return static_cast<size_t>(v); }
+
+std::string who(const graph::Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  return "node " + std::to_string(id) + (n.name.empty() ? std::string() : " '" + n.name + "'");
+}
+
+// The value of one node during a run.
+struct Val {
+  const float* f = nullptr;      // F32 data (op results, F32 inputs, F32 weights)
+  const int32_t* i = nullptr;    // I32 inputs
+  const uint8_t* raw = nullptr;  // weights / states (bytes of `type`)
+  uint8_t* state = nullptr;      // writable bytes of a state
+  size_t raw_size = 0;
+  GgmlType type = GgmlType::kF32;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int n_threads) : pool_(n_threads) {}
+
+  [[nodiscard]] std::string name() const override {
+    return "cpu(" + std::string(::geniex::cpu::isa_name(::geniex::cpu::detect_isa())) + ", " +
+           std::to_string(pool_.size()) + " threads)";
+  }
+  [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kCpu; }
+
+  [[nodiscard]] OpSupport supports(const graph::Graph& g, NodeId id) const override {
+    const Node& n = g.node(id);
+    if (n.role != NodeRole::kOp) return {Support::kNative, {}};
+    switch (n.op) {
+      case OpKind::kMatMul: {
+        const GgmlType t = g.node(n.inputs[0]).desc.dtype;
+        if (!::geniex::cpu::dot_kernels(t)) {
+          return {Support::kUnsupported,
+                  "no dot kernel for " + std::string(ggml_type_name(t)) + " weights"};
+        }
+        return {Support::kNative, {}};
+      }
+      case OpKind::kEmbedding: {
+        const GgmlType t = g.node(n.inputs[0]).desc.dtype;
+        if (!quant::can_dequantize(t)) {
+          return {Support::kUnsupported, "cannot dequantize " + std::string(ggml_type_name(t))};
+        }
+        return {Support::kNative, {}};
+      }
+      default: return {Support::kNative, {}};
+    }
+  }
+
+  Status run(const graph::Graph& g, const graph::Bindings& b) override;
+
+ private:
+  Status bind(const graph::Graph& g, const graph::BindingsAccess& b);
+  Result<const float*> f32_of(const graph::Graph& g, NodeId id);
+  Status run_op(const graph::Graph& g, NodeId id, float* out);
+
+  ThreadPool pool_;
+  backends::cpu::Scratch scratch_;
+  std::vector<float> arena_;
+  std::vector<Val> vals_;
+  // Dequantized copies of non-F32 weights read as F32 (e.g. F16 norms), by data address.
+  std::unordered_map<const uint8_t*, std::vector<float>> dequantized_;
+};
+
+Status CpuBackend::bind(const graph::Graph& g, const graph::BindingsAccess& b) {
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    Val& v = vals_[id];
+    if (n.role == NodeRole::kOp) continue;
+    const size_t count = sz(n.desc.nelements());
+    if (n.role == NodeRole::kWeight || n.role == NodeRole::kState) {
+      const auto row = ggml_row_bytes(n.desc.dtype, static_cast<uint64_t>(n.desc.ne[0]));
+      const size_t need = row ? *row * sz(n.desc.nrows()) : 0;
+      if (n.role == NodeRole::kWeight) {
+        auto it = b.weights().find(id);
+        if (it == b.weights().end()) return invalid_argument(who(g, id) + ": weight is not bound");
+        if (!row || it->second.bytes.size() != need || it->second.type != n.desc.dtype) {
+          return invalid_argument(who(g, id) + ": bound " +
+                                  std::to_string(it->second.bytes.size()) + " bytes of " +
+                                  std::string(ggml_type_name(it->second.type)) + ", " +
+                                  n.desc.to_string() + " needs " + std::to_string(need));
+        }
+        v.raw = it->second.bytes.data();
+        v.raw_size = need;
+      } else {
+        auto it = b.states().find(id);
+        if (it == b.states().end()) return invalid_argument(who(g, id) + ": state is not bound");
+        if (!row || it->second.bytes.size() < need || it->second.type != n.desc.dtype) {
+          return invalid_argument(who(g, id) + ": state bound with " +
+                                  std::to_string(it->second.bytes.size()) + " bytes, " +
+                                  n.desc.to_string() + " needs " + std::to_string(need));
+        }
+        v.state = it->second.bytes.data();
+        v.raw = v.state;
+        v.raw_size = need;
+      }
+      v.type = n.desc.dtype;
+      if (v.type == GgmlType::kF32) v.f = reinterpret_cast<const float*>(v.raw);
+      continue;
+    }
+    if (n.desc.dtype == GgmlType::kI32) {
+      auto it = b.i32_inputs().find(id);
+      if (it == b.i32_inputs().end()) {
+        return invalid_argument(who(g, id) + ": I32 input is not bound");
+      }
+      if (it->second.size() != count) {
+        return invalid_argument(who(g, id) + ": bound " + std::to_string(it->second.size()) +
+                                " elements, expected " + std::to_string(count));
+      }
+      v.i = it->second.data();
+      v.type = GgmlType::kI32;
+      continue;
+    }
+    auto it = b.f32_inputs().find(id);
+    if (it == b.f32_inputs().end()) {
+      return invalid_argument(who(g, id) + ": F32 input is not bound");
+    }
+    if (it->second.size() != count) {
+      return invalid_argument(who(g, id) + ": bound " + std::to_string(it->second.size()) +
+                              " elements, expected " + std::to_string(count));
+    }
+    v.f = it->second.data();
+  }
+  return {};
+}
+
+Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
+  Val& v = vals_[id];
+  if (v.f != nullptr) return v.f;
+  const Node& n = g.node(id);
+  if (v.raw == nullptr) return internal_error(who(g, id) + " has no F32 value");
+  auto& buf = dequantized_[v.raw];
+  const auto row = ggml_row_bytes(n.desc.dtype, static_cast<uint64_t>(n.desc.ne[0]));
+  if (!row) return invalid_argument(who(g, id) + ": row is not whole blocks");
+  if (buf.size() != sz(n.desc.nelements()) || n.role != NodeRole::kWeight) {
+    buf.resize(sz(n.desc.nelements()));
+    for (int64_t r = 0; r < n.desc.nrows(); ++r) {
+      GENIEX_TRY(quant::dequantize_row(
+          n.desc.dtype, std::span<const uint8_t>(v.raw + sz(r) * *row, *row),
+          std::span<float>(buf).subspan(sz(r * n.desc.ne[0]), sz(n.desc.ne[0]))));
+    }
+  }
+  v.f = buf.data();
+  return v.f;
+}
+
+Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
+  namespace ref = graph::ref;
+  namespace cpu = backends::cpu;
+  const Node& n = g.node(id);
+  const auto& in = n.inputs;
+  const auto& p = n.params;
+  auto desc = [&](size_t i) -> const graph::TensorDesc& { return g.node(in[i]).desc; };
+  const int64_t count = n.desc.nelements();
+  auto cspan = [](const float* f, int64_t c) { return std::span<const float>(f, sz(c)); };
+  auto ispan = [&](size_t i) {
+    return std::span<const int32_t>(vals_[in[i]].i, sz(desc(i).nelements()));
+  };
+  auto ospan = [&] { return std::span<float>(out, sz(count)); };
+  // Element-wise work split into chunks over the pool.
+  auto elementwise = [&](const auto& fn) {
+    constexpr int64_t kChunk = 16384;
+    std::vector<Status> errs(sz((count + kChunk - 1) / kChunk));
+    pool_.parallel_for(static_cast<int64_t>(errs.size()), [&](int64_t c, int) {
+      const int64_t b0 = c * kChunk;
+      errs[sz(c)] = fn(b0, std::min(kChunk, count - b0));
+    });
+    for (auto& s : errs) GENIEX_TRY(s);
+    return Status{};
+  };
+  switch (n.op) {
+    case OpKind::kEmbedding:
+      return cpu::embedding(pool_, desc(0).dtype,
+                            std::span<const uint8_t>(vals_[in[0]].raw, vals_[in[0]].raw_size),
+                            desc(0).ne[0], desc(0).ne[1], ispan(1), out);
+    case OpKind::kMatMul: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
+      return cpu::matmul(pool_, scratch_, desc(0).dtype,
+                         std::span<const uint8_t>(vals_[in[0]].raw, vals_[in[0]].raw_size),
+                         desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out);
+    }
+    case OpKind::kRmsNorm: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      const float* w = nullptr;
+      if (in.size() == 2) {
+        GENIEX_ASSIGN_OR_RETURN(w, f32_of(g, in[1]));
+      }
+      const int64_t row = desc(0).ne[0];
+      const int64_t rows = desc(0).nrows();
+      std::vector<Status> errs(sz(rows));
+      pool_.parallel_for(rows, [&](int64_t r, int) {
+        errs[sz(r)] =
+            ref::rms_norm(cspan(x + r * row, row), w ? cspan(w, row) : std::span<const float>(),
+                          row, p.eps, std::span<float>(out + r * row, sz(row)));
+      });
+      for (auto& s : errs) GENIEX_TRY(s);
+      return {};
+    }
+    case OpKind::kRope: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      std::span<const float> ff;
+      if (in.size() == 3) {
+        GENIEX_ASSIGN_OR_RETURN(const float* f, f32_of(g, in[2]));
+        ff = cspan(f, desc(2).nelements());
+      }
+      return cpu::rope(pool_, x, desc(0).ne[0], desc(0).ne[1], desc(0).ne[2], ispan(1), p.rope, ff,
+                       out);
+    }
+    case OpKind::kAttention: {
+      GENIEX_ASSIGN_OR_RETURN(const float* q, f32_of(g, in[0]));
+      auto kv = [&](size_t i) -> Result<cpu::KvView> {
+        const Val& v = vals_[in[i]];
+        if (desc(i).dtype == GgmlType::kF16) return cpu::KvView{GgmlType::kF16, v.raw};
+        GENIEX_ASSIGN_OR_RETURN(const float* f, f32_of(g, in[i]));
+        return cpu::KvView{GgmlType::kF32, reinterpret_cast<const uint8_t*>(f)};
+      };
+      GENIEX_ASSIGN_OR_RETURN(cpu::KvView k, kv(1));
+      GENIEX_ASSIGN_OR_RETURN(cpu::KvView v, kv(2));
+      return cpu::attention(pool_, scratch_, q, k, v, desc(0).ne[0], desc(2).ne[0], desc(0).ne[1],
+                            desc(1).ne[1], desc(0).ne[2], desc(1).ne[2], ispan(3), ispan(4), p.attn,
+                            out);
+    }
+    case OpKind::kSoftmax: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      return ref::softmax(cspan(x, count), desc(0).ne[0], p.scale, ospan());
+    }
+    case OpKind::kGelu: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      return elementwise([&](int64_t b0, int64_t c) {
+        cpu::gelu_rows(x + b0, nullptr, out + b0, c);
+        return Status{};
+      });
+    }
+    case OpKind::kSilu:
+    case OpKind::kScale:
+    case OpKind::kSoftcap: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      return elementwise([&](int64_t b0, int64_t c) {
+        return ref::unary(n.op, cspan(x + b0, c), p.scale, std::span<float>(out + b0, sz(c)));
+      });
+    }
+    case OpKind::kGlu: {
+      GENIEX_ASSIGN_OR_RETURN(const float* gate, f32_of(g, in[0]));
+      GENIEX_ASSIGN_OR_RETURN(const float* up, f32_of(g, in[1]));
+      if (p.glu == graph::GluActivation::kGeluTanh) {
+        return elementwise([&](int64_t b0, int64_t c) {
+          cpu::gelu_rows(gate + b0, up + b0, out + b0, c);
+          return Status{};
+        });
+      }
+      return elementwise([&](int64_t b0, int64_t c) {
+        return ref::glu(p.glu, cspan(gate + b0, c), cspan(up + b0, c),
+                        std::span<float>(out + b0, sz(c)));
+      });
+    }
+    case OpKind::kMul:
+    case OpKind::kAdd: {
+      GENIEX_ASSIGN_OR_RETURN(const float* a, f32_of(g, in[0]));
+      GENIEX_ASSIGN_OR_RETURN(const float* bb, f32_of(g, in[1]));
+      if (desc(0).ne == desc(1).ne) {
+        const bool add = n.op == OpKind::kAdd;
+        return elementwise([&](int64_t b0, int64_t c) {
+          for (int64_t i = b0; i < b0 + c; ++i) out[i] = add ? a[i] + bb[i] : a[i] * bb[i];
+          return Status{};
+        });
+      }
+      return ref::binary(n.op, cspan(a, desc(0).nelements()), desc(0).ne,
+                         cspan(bb, desc(1).nelements()), desc(1).ne, ospan());
+    }
+    case OpKind::kReshape: return {};  // an alias: nothing to compute
+    case OpKind::kGetRows: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      const auto idx = ispan(1);
+      const int64_t e = desc(0).ne[0];
+      for (size_t r = 0; r < idx.size(); ++r) {
+        if (idx[r] < 0 || idx[r] >= desc(0).ne[1]) {
+          return out_of_range("row " + std::to_string(idx[r]) + " outside [0, " +
+                              std::to_string(desc(0).ne[1]) + ")");
+        }
+        std::memcpy(out + sz(r) * sz(e), x + idx[r] * e, sz(e) * sizeof(float));
+      }
+      return {};
+    }
+    case OpKind::kCacheWrite: {
+      Val& st = vals_[in[0]];
+      GENIEX_ASSIGN_OR_RETURN(const float* src, f32_of(g, in[1]));
+      const auto slots = ispan(2);
+      const auto& sd = desc(0);
+      const int64_t row = sd.ne[0] * sd.ne[1];
+      for (size_t t = 0; t < slots.size(); ++t) {
+        if (slots[t] < 0 || slots[t] >= sd.ne[2]) {
+          return out_of_range("slot " + std::to_string(slots[t]) + " outside [0, " +
+                              std::to_string(sd.ne[2]) + ")");
+        }
+        const float* s = src + sz(t) * sz(row);
+        if (sd.dtype == GgmlType::kF16) {
+          auto* d = reinterpret_cast<uint16_t*>(st.state) + slots[t] * row;
+          for (int64_t i = 0; i < row; ++i) d[i] = fp32_to_fp16(s[i]);
+        } else {
+          std::memcpy(reinterpret_cast<float*>(st.state) + slots[t] * row, s,
+                      sz(row) * sizeof(float));
+        }
+      }
+      Val& v = vals_[id];
+      v.raw = st.raw;
+      v.raw_size = st.raw_size;
+      v.type = st.type;
+      v.f = st.type == GgmlType::kF32 ? reinterpret_cast<const float*>(st.raw) : nullptr;
+      return {};
+    }
+  }
+  return internal_error("cpu: unknown op kind");
+}
+
+Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
+  const graph::BindingsAccess b(bindings);
+  const size_t n = g.size();
+  vals_.assign(n, Val{});
+  for (auto& [id, dst] : b.outputs()) {
+    if (id >= n) return invalid_argument("output binding names missing node " + std::to_string(id));
+    if (g.node(id).desc.dtype != GgmlType::kF32) {
+      return invalid_argument(who(g, id) + ": only F32 nodes can be outputs");
+    }
+    if (dst.size() != sz(g.node(id).desc.nelements())) {
+      return invalid_argument(who(g, id) + ": output buffer has " + std::to_string(dst.size()) +
+                              " elements, expected " + std::to_string(g.node(id).desc.nelements()));
+    }
+  }
+  GENIEX_TRY(bind(g, b));
+  std::vector<bool> keep(n, false);
+  for (auto& [id, dst] : b.outputs()) keep[id] = true;
+  const cpu::ExecPlan plan = cpu::plan_graph(g, keep);
+  if (arena_.size() < sz(plan.arena_floats)) arena_.resize(sz(plan.arena_floats));
+  for (NodeId id = 0; id < n; ++id) {
+    const Node& node = g.node(id);
+    if (node.role != NodeRole::kOp) continue;
+    float* out =
+        plan.offset[id] == cpu::ExecPlan::kNoBuffer ? nullptr : arena_.data() + plan.offset[id];
+    if (node.op == OpKind::kReshape) {
+      GENIEX_ASSIGN_OR_RETURN(vals_[id].f, f32_of(g, node.inputs[0]));
+      continue;
+    }
+    Status s = run_op(g, id, out);
+    if (!s.ok()) {
+      return Status(s.code(),
+                    who(g, id) + " (" + std::string(graph::op_name(node.op)) + "): " + s.message());
+    }
+    if (node.op != OpKind::kCacheWrite) vals_[id].f = out;
+  }
+  for (auto& [id, dst] : b.outputs()) {
+    GENIEX_ASSIGN_OR_RETURN(const float* src, f32_of(g, id));
+    std::memcpy(dst.data(), src, dst.size() * sizeof(float));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Backend>> make_cpu_backend(const CpuBackendOptions& options) {
+  const int threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(threads));
+}
+
+}  // namespace geniex::backends

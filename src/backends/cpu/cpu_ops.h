@@ -1,0 +1,54 @@
+// CPU implementations of the ops that dominate run time (matmul, attention, rope, embedding).
+// The cheap element-wise ops use the scalar references (graph/ref_ops.h) directly.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "graph/op.h"
+
+namespace geniex::backends::cpu {
+
+/// Scratch memory reused across ops and runs (grown, never shrunk).
+struct Scratch {
+  std::vector<uint8_t> act;                    ///< quantized activations of a matmul
+  std::vector<std::vector<float>> per_thread;  ///< attention rows etc., one per thread
+};
+
+/// y[m, n] = W[n, :] . x[m, :]  (W: n rows of k elements of `wtype`; x: m rows of k floats).
+Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<const uint8_t> w,
+              int64_t k, int64_t n, const float* x, int64_t m, float* y);
+
+/// out[:, t] = row ids[t] of the table, dequantized.
+Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,
+                 int64_t n_vocab, std::span<const int32_t> ids, float* out);
+
+/// RoPE of x [head_dim, n_head, n_tokens] (see graph::RopeParams); sin/cos once per token.
+Status rope(ThreadPool& pool, const float* x, int64_t head_dim, int64_t n_head, int64_t n_tokens,
+            std::span<const int32_t> pos, const graph::RopeParams& p,
+            std::span<const float> freq_factors, float* y);
+
+/// ggml's GELU: f16 table lookup of the rounded input (see op_activation.cpp).
+float gelu_f16_table(float x);
+/// y[i] = gelu(x[i]) * up[i] (up may be null: y = gelu(x)), with gelu_f16_table's numerics.
+void gelu_rows(const float* x, const float* up, float* y, int64_t n);
+
+/// A K or V operand of attention: F32 or F16 rows of `head_dim` per (token, kv head).
+struct KvView {
+  GgmlType type = GgmlType::kF32;
+  const uint8_t* data = nullptr;
+};
+
+/// Attention over q [d, n_head, n_q] and k/v [d(v), n_kv_head, n_kv] (graph::ref::attention's
+/// contract). With an F16 cache it rounds q and the probabilities to f16 as ggml's non-flash
+/// path does, so results track llama.cpp.
+Status attention(ThreadPool& pool, Scratch& scratch, const float* q, KvView k, KvView v,
+                 int64_t head_dim, int64_t head_dim_v, int64_t n_head, int64_t n_kv_head,
+                 int64_t n_q, int64_t n_kv, std::span<const int32_t> q_pos,
+                 std::span<const int32_t> k_pos, const graph::AttentionParams& params, float* out);
+
+}  // namespace geniex::backends::cpu

@@ -1,0 +1,42 @@
+// Run-time instruction-set detection for the CPU kernels: which SIMD levels this binary was
+// built with and this CPU (and OS) can run, and the GENIEX_ISA override used by tests/benchmarks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+namespace geniex::cpu {
+
+/// SIMD levels, ordered within each family: x86 kScalar < kAvx2 < kAvx512 < kAvx512Vnni,
+/// Arm kScalar < kNeon < kNeonDotprod < kNeonI8mm. kAvx2 implies FMA and F16C; kAvx512 implies
+/// AVX512F+BW+VL.
+enum class Isa : uint8_t { kScalar, kAvx2, kAvx512, kAvx512Vnni, kNeon, kNeonDotprod, kNeonI8mm };
+
+/// Lower-case name, e.g. "avx512vnni", "neon_dotprod" (the GENIEX_ISA spelling).
+std::string_view isa_name(Isa isa);
+
+/// Parses an isa_name() spelling; nullopt if unknown.
+std::optional<Isa> parse_isa(std::string_view name);
+
+/// The next lower level of the same family (kScalar for kAvx2/kNeon and for kScalar itself).
+Isa lower_isa(Isa isa);
+
+/// True when `isa` is compiled into this binary and the CPU and OS support it.
+bool isa_available(Isa isa);
+
+/// The best ISA of this CPU among those compiled in, ignoring GENIEX_ISA (not cached).
+Isa cpu_isa();
+
+/// The ISA to dispatch to given the CPU's best `best` and a GENIEX_ISA value `env` (may be
+/// null): the requested ISA if it is available and not above `best` in its family, else `best`.
+Isa cap_isa(Isa best, const char* env);
+
+/// cap_isa(cpu_isa(), getenv("GENIEX_ISA")), computed on the first call and cached.
+Isa detect_isa();
+
+/// Every ISA compiled in and runnable here, kScalar first, in increasing order.
+std::vector<Isa> available_isas();
+
+}  // namespace geniex::cpu

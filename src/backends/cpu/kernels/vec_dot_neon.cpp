@@ -1,0 +1,59 @@
+// aarch64 kernels: vec_dot_neon-inl.h instantiated for baseline NEON (vmull/vpadal integer dots)
+// and for the dot-product extension (sdot), the latter via a per-function target attribute so
+// the binary still runs on plain Armv8-A. Dispatch checks HWCAP_ASIMDDP first (isa.cpp).
+#include <arm_neon.h>
+
+#include <cstring>
+
+#include "backends/cpu/kernels/vec_dot_internal.h"
+#include "core/fp16.h"
+#include "quant/quant_types.h"
+
+// GCC: dotprod intrinsics are usable inside target("arch=armv8.2-a+dotprod") functions. Older
+// clang only declares them when the whole TU has the feature, so clang builds the dotprod set
+// only with a global -march that includes it.
+#if defined(__ARM_FEATURE_DOTPROD) || !defined(__clang__)
+#define GENIEX_HAVE_NEON_DOTPROD 1
+#else
+#define GENIEX_HAVE_NEON_DOTPROD 0
+#endif
+
+namespace geniex::cpu::detail {
+
+namespace neon_base {
+namespace {
+#define GENIEX_NEON_TARGET
+#define GENIEX_NEON_DOTPROD 0
+#include "backends/cpu/kernels/vec_dot_neon-inl.h"  // NOLINT(build/include)
+#undef GENIEX_NEON_TARGET
+#undef GENIEX_NEON_DOTPROD
+}  // namespace
+}  // namespace neon_base
+
+#if GENIEX_HAVE_NEON_DOTPROD
+namespace neon_dot {
+namespace {
+#if defined(__ARM_FEATURE_DOTPROD)
+#define GENIEX_NEON_TARGET
+#else
+#define GENIEX_NEON_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+#endif
+#define GENIEX_NEON_DOTPROD 1
+#include "backends/cpu/kernels/vec_dot_neon-inl.h"  // NOLINT(build/include)
+#undef GENIEX_NEON_TARGET
+#undef GENIEX_NEON_DOTPROD
+}  // namespace
+}  // namespace neon_dot
+#endif
+
+GemmFn neon_gemm(GgmlType t) { return neon_base::gemm_for_type(t); }
+
+GemmFn neon_dotprod_gemm([[maybe_unused]] GgmlType t) {
+#if GENIEX_HAVE_NEON_DOTPROD
+  return neon_dot::gemm_for_type(t);
+#else
+  return nullptr;
+#endif
+}
+
+}  // namespace geniex::cpu::detail

@@ -1,0 +1,238 @@
+// Kernels vs the quant reference, for every ISA this CPU runs and every weight type each reports.
+//
+// Tolerance: integer block sums are exact in every kernel, so ours and quant::vec_dot_ref differ
+// only in float rounding: products/scales rounded (or fused) differently and partial sums added
+// in another order (SIMD lanes, two accumulators, FMA). For k float additions the classic bound
+// is |err| <= ~k * u * Σ|terms| (u = 2^-24); these rounding errors behave like a random walk,
+// ~sqrt(k) * u * Σ|terms|, i.e. ~1e-6 relative to Σ|terms| for the largest k here (a few hundred
+// per lane for the 2053-element float rows). We assert
+//     |ours - ref| <= 1e-5 * Σ_k |w_k| * |a_k| + 1e-30
+// where w_k, a_k are the dequantized weight and activation elements (Σ|w_k a_k| bounds the
+// magnitude of every partial sum either side computes, up to the non-cancelling min terms of
+// Q4_1/Q5_1/Q*_K, which are of the same size for these random rows).
+#include "backends/cpu/kernels/vec_dot.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/isa.h"
+#include "core/dtype.h"
+#include "quant/quant.h"
+#include "quant/quant_test_util.h"
+
+namespace geniex::cpu {
+namespace {
+
+using quant::testing::gaussian;
+using quant::testing::random_blocks;
+using quant::testing::row_bytes;
+
+constexpr GgmlType kAllTypes[] = {
+    GgmlType::kF32,    GgmlType::kF16,    GgmlType::kBF16,  GgmlType::kQ4_0, GgmlType::kQ4_1,
+    GgmlType::kQ5_0,   GgmlType::kQ5_1,   GgmlType::kQ8_0,  GgmlType::kQ8_1, GgmlType::kQ2_K,
+    GgmlType::kQ3_K,   GgmlType::kQ4_K,   GgmlType::kQ5_K,  GgmlType::kQ6_K, GgmlType::kQ8_K,
+    GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4, GgmlType::kI32,
+};
+
+bool same_family(Isa a, Isa b) {
+  for (Isa i = a;; i = lower_isa(i)) {
+    if (i == b) return true;
+    if (i == Isa::kScalar) return false;
+  }
+}
+
+std::string isa_str(Isa isa) { return std::string(isa_name(isa)); }
+
+TEST(Isa, NamesRoundTrip) {
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon,
+                Isa::kNeonDotprod, Isa::kNeonI8mm}) {
+    EXPECT_EQ(parse_isa(isa_name(i)), i);
+  }
+  EXPECT_FALSE(parse_isa("sse9").has_value());
+}
+
+TEST(Isa, AvailableStartsWithScalarAndContainsBest) {
+  const auto isas = available_isas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.front(), Isa::kScalar);
+  bool has_best = false;
+  for (Isa i : isas) {
+    EXPECT_TRUE(isa_available(i));
+    has_best |= i == cpu_isa();
+  }
+  EXPECT_TRUE(has_best);
+  std::printf("cpu isa: %s; available:", isa_str(cpu_isa()).c_str());
+  for (Isa i : isas) std::printf(" %s", isa_str(i).c_str());
+  std::printf("\n");
+#if defined(__x86_64__) || defined(__aarch64__)
+  EXPECT_GE(isas.size(), 2u) << "no SIMD level detected";
+#endif
+}
+
+TEST(Isa, CapIsa) {
+  const Isa best = cpu_isa();
+  EXPECT_EQ(cap_isa(best, nullptr), best);
+  EXPECT_EQ(cap_isa(best, "scalar"), Isa::kScalar);
+  EXPECT_EQ(cap_isa(best, "bogus"), best);
+  for (Isa i : available_isas()) EXPECT_EQ(cap_isa(best, std::string(isa_name(i)).c_str()), i);
+    // A level of the other family (never available here) falls back to the best.
+#if defined(__x86_64__)
+  EXPECT_EQ(cap_isa(best, "neon"), best);
+#elif defined(__aarch64__)
+  EXPECT_EQ(cap_isa(best, "avx2"), best);
+#endif
+}
+
+// Registered a second time by CMake with GENIEX_ISA=scalar in the environment.
+TEST(IsaEnv, GeniexIsaCapsDispatch) {
+  const char* env = std::getenv("GENIEX_ISA");
+  if (env == nullptr || std::string(env) != "scalar") GTEST_SKIP() << "GENIEX_ISA!=scalar";
+  EXPECT_EQ(detect_isa(), Isa::kScalar);
+  for (GgmlType t : kAllTypes) {
+    const auto k = dot_kernels(t);
+    if (k) {
+      EXPECT_EQ(k->isa, Isa::kScalar) << ggml_type_name(t);
+    }
+  }
+}
+
+TEST(DotKernels, CoversExactlyTheReferenceTypes) {
+  for (Isa isa : available_isas()) {
+    for (GgmlType t : kAllTypes) {
+      const auto k = dot_kernels(t, isa);
+      ASSERT_EQ(k.has_value(), quant::can_vec_dot(t)) << ggml_type_name(t) << " " << isa_str(isa);
+      if (!k) continue;
+      EXPECT_EQ(k->act_type, quant::vec_dot_type(t));
+      EXPECT_NE(k->gemm, nullptr);
+      EXPECT_NE(k->quantize_act, nullptr);
+      EXPECT_TRUE(same_family(isa, k->isa)) << isa_str(isa) << " -> " << isa_str(k->isa);
+      EXPECT_TRUE(isa_available(k->isa));
+    }
+    EXPECT_EQ(dot_kernels(GgmlType::kQ4_K, Isa::kScalar)->isa, Isa::kScalar);
+  }
+}
+
+TEST(DotKernels, PriorityTypesHaveSimdKernels) {
+  for (Isa isa : available_isas()) {
+    if (isa == Isa::kScalar) continue;
+    for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ4_K,
+                       GgmlType::kQ6_K, GgmlType::kF32, GgmlType::kF16}) {
+      EXPECT_NE(dot_kernels(t, isa)->isa, Isa::kScalar) << ggml_type_name(t) << " " << isa_str(isa);
+    }
+  }
+}
+
+// Weight rows of type t: quantized Gaussians where a reference quantizer exists, else random
+// blocks with sane f16 scales.
+std::vector<uint8_t> make_weights(GgmlType t, size_t rows, size_t n, size_t stride, uint32_t seed) {
+  std::vector<uint8_t> w(rows * stride, 0xA5);
+  const size_t rb = row_bytes(t, n);
+  const size_t nblocks = n / traits(t).block_size;
+  for (size_t i = 0; i < rows; ++i) {
+    std::span<uint8_t> dst(w.data() + i * stride, rb);
+    if (quant::can_quantize(t)) {
+      const auto x = gaussian(n, 1.0f, seed + static_cast<uint32_t>(i));
+      EXPECT_TRUE(quant::quantize_row(t, x, dst).ok());
+    } else {
+      const auto b = random_blocks(t, nblocks, 0.05f, seed + static_cast<uint32_t>(i));
+      if (rb != 0) std::memcpy(dst.data(), b.data(), rb);
+    }
+  }
+  return w;
+}
+
+std::vector<float> dequant(GgmlType t, const uint8_t* p, size_t n) {
+  std::vector<float> out(n);
+  EXPECT_TRUE(quant::dequantize_row(t, std::span<const uint8_t>(p, row_bytes(t, n)), out).ok());
+  return out;
+}
+
+void check_type(GgmlType t) {
+  const GgmlType at = quant::vec_dot_type(t);
+  const size_t bs = traits(t).block_size;
+  const std::vector<size_t> ns_all = {32, 256, 512, 2048, 32 * 7, 256 * 3, 37, 2053, 8, 0};
+  const std::vector<Isa> isas = available_isas();
+  uint32_t seed = 1000 + static_cast<uint32_t>(t);
+  for (size_t n : ns_all) {
+    if (n % bs != 0 || (bs == 1 && n == 0)) continue;
+    for (int64_t nr : {1, 3, 8, 17}) {
+      for (int64_t nc : {1, 2, 5, 16}) {
+        SCOPED_TRACE(std::string(ggml_type_name(t)) + " n=" + std::to_string(n) +
+                     " nr=" + std::to_string(nr) + " nc=" + std::to_string(nc));
+        const size_t wrb = row_bytes(t, n), arb = row_bytes(at, n);
+        const size_t ws = wrb + 5, as = arb + 7, os = static_cast<size_t>(nr) + 3;
+        const auto w = make_weights(t, static_cast<size_t>(nr), n, ws, 100 * seed);
+        // Reference activations, quantized by quant::quantize_row.
+        std::vector<std::vector<float>> x(static_cast<size_t>(nc));
+        std::vector<uint8_t> a_ref(static_cast<size_t>(nc) * as, 0);
+        for (int64_t j = 0; j < nc; ++j) {
+          x[j] = gaussian(n, 2.0f, 100 * seed + 50 + static_cast<uint32_t>(j));
+          ASSERT_TRUE(quant::quantize_row(at, x[j], {a_ref.data() + j * as, arb}).ok());
+        }
+        ++seed;  // weights use seeds 100*seed + i (i < 17), activations 100*seed + 50 + j
+        std::vector<float> ref(static_cast<size_t>(nc * nr)), tol(ref.size());
+        for (int64_t j = 0; j < nc; ++j) {
+          const auto ad = dequant(at, a_ref.data() + j * as, n);
+          for (int64_t i = 0; i < nr; ++i) {
+            const auto r =
+                quant::vec_dot_ref(t, {w.data() + i * ws, wrb}, {a_ref.data() + j * as, arb}, n);
+            ASSERT_TRUE(r.ok());
+            ref[j * nr + i] = *r;
+            const auto wd = dequant(t, w.data() + i * ws, n);
+            double mag = 0.0;
+            for (size_t k = 0; k < n; ++k) mag += std::fabs(double(wd[k]) * double(ad[k]));
+            tol[j * nr + i] = static_cast<float>(1e-5 * mag + 1e-30);
+          }
+        }
+        for (Isa isa : isas) {
+          SCOPED_TRACE(isa_str(isa));
+          const auto k = dot_kernels(t, isa);
+          ASSERT_TRUE(k.has_value());
+          // Activation quantization: byte-identical to the reference.
+          std::vector<uint8_t> a(a_ref.size(), 0);
+          for (int64_t j = 0; j < nc; ++j) {
+            k->quantize_act(x[j].data(), a.data() + j * as, static_cast<int64_t>(n));
+          }
+          ASSERT_EQ(a, a_ref);
+          std::vector<float> out(static_cast<size_t>(nc) * os,
+                                 std::numeric_limits<float>::quiet_NaN());
+          k->gemm(static_cast<int64_t>(n), w.data(), ws, nr, a.data(), as, nc, out.data(), os);
+          for (int64_t j = 0; j < nc; ++j) {
+            for (int64_t i = 0; i < nr; ++i) {
+              const float got = out[j * os + i], want = ref[j * nr + i];
+              ASSERT_NEAR(got, want, tol[j * nr + i])
+                  << "i=" << i << " j=" << j << " kernel isa " << isa_str(k->isa);
+            }
+            for (size_t i = static_cast<size_t>(nr); i < os; ++i) {
+              ASSERT_TRUE(std::isnan(out[j * os + i])) << "wrote past nr";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+class GemmVsRef : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(GemmVsRef, MatchesVecDotRef) { check_type(GetParam()); }
+
+INSTANTIATE_TEST_SUITE_P(AllDotTypes, GemmVsRef,
+                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16,
+                                           GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
+                                           GgmlType::kQ5_1, GgmlType::kQ8_0, GgmlType::kQ2_K,
+                                           GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                                           GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
+                                           GgmlType::kMXFP4),
+                         [](const ::testing::TestParamInfo<GgmlType>& p) {
+                           return std::string(ggml_type_name(p.param));
+                         });
+
+}  // namespace
+}  // namespace geniex::cpu

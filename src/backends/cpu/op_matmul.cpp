@@ -1,0 +1,72 @@
+// Matmul and embedding on the CPU: activations quantized once per row to the weight type's
+// partner type (as ggml does), then the dispatched SIMD gemm over tiles of weight rows x
+// activation rows, spread over the thread pool.
+#include <algorithm>
+#include <string>
+
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/kernels/vec_dot.h"
+#include "quant/quant.h"
+
+namespace geniex::backends::cpu {
+namespace {
+
+constexpr int64_t kRowsPerTask = 16;  // weight rows per task: small enough to balance 2 cores
+constexpr int64_t kColsPerTile = 64;  // activation rows per tile: keeps a tile in L2
+
+size_t sz(int64_t v) { return static_cast<size_t>(v); }
+
+}  // namespace
+
+Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<const uint8_t> w,
+              int64_t k, int64_t n, const float* x, int64_t m, float* y) {
+  const auto kernels = ::geniex::cpu::dot_kernels(wtype);
+  if (!kernels) {
+    return unimplemented("matmul: no CPU kernel for weight type " +
+                         std::string(ggml_type_name(wtype)));
+  }
+  const auto w_row = ggml_row_bytes(wtype, static_cast<uint64_t>(k));
+  const auto a_row = ggml_row_bytes(kernels->act_type, static_cast<uint64_t>(k));
+  if (!w_row || !a_row) return invalid_argument("matmul: K is not a multiple of the block size");
+  if (w.size() < *w_row * sz(n)) return invalid_argument("matmul: weight buffer too small");
+
+  // Quantize every activation row once.
+  if (scratch.act.size() < *a_row * sz(m)) scratch.act.resize(*a_row * sz(m));
+  uint8_t* act = scratch.act.data();
+  const auto quantize = kernels->quantize_act;
+  pool.parallel_for(m, [&](int64_t r, int) { quantize(x + r * k, act + sz(r) * *a_row, k); });
+
+  const int64_t row_tasks = (n + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t col_tiles = (m + kColsPerTile - 1) / kColsPerTile;
+  const auto gemm = kernels->gemm;
+  const size_t wr = *w_row, ar = *a_row;
+  pool.parallel_for(row_tasks * col_tiles, [&](int64_t task, int) {
+    const int64_t ct = task / row_tasks;  // tile-major: neighbours share the activation tile
+    const int64_t rt = task % row_tasks;
+    const int64_t r0 = rt * kRowsPerTask, nr = std::min(kRowsPerTask, n - r0);
+    const int64_t c0 = ct * kColsPerTile, nc = std::min(kColsPerTile, m - c0);
+    gemm(k, w.data() + sz(r0) * wr, wr, nr, act + sz(c0) * ar, ar, nc, y + c0 * n + r0, sz(n));
+  });
+  return {};
+}
+
+Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,
+                 int64_t n_vocab, std::span<const int32_t> ids, float* out) {
+  const auto row = ggml_row_bytes(type, static_cast<uint64_t>(n_embd));
+  if (!row) return invalid_argument("embedding: row is not whole blocks");
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0 || ids[t] >= n_vocab) {
+      return out_of_range("embedding: token id " + std::to_string(ids[t]) + " outside [0, " +
+                          std::to_string(n_vocab) + ")");
+    }
+  }
+  Status first_error;
+  pool.parallel_for(static_cast<int64_t>(ids.size()), [&](int64_t t, int) {
+    Status s = quant::dequantize_row(type, table.subspan(sz(ids[sz(t)]) * *row, *row),
+                                     std::span<float>(out + t * n_embd, sz(n_embd)));
+    if (!s.ok() && t == 0) first_error = s;  // same type for every row: row 0 reports it
+  });
+  return first_error;
+}
+
+}  // namespace geniex::backends::cpu

@@ -1,0 +1,99 @@
+// Model::Impl::eval — one forward step per batch of tokens over the KV cache.
+#include <algorithm>
+#include <numeric>
+
+#include "engine/model_impl.h"
+#include "graph/run_reference.h"
+#include "models/forward_graph.h"
+
+namespace geniex {
+
+Status Model::Impl::check_tokens(std::span<const int32_t> tokens) const {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || static_cast<uint32_t>(tokens[i]) >= config.n_vocab) {
+      return invalid_argument("token id " + std::to_string(tokens[i]) + " at index " +
+                              std::to_string(i) + " is outside the vocabulary [0, " +
+                              std::to_string(config.n_vocab) + ")");
+    }
+  }
+  return {};
+}
+
+int32_t Model::Impl::reuse_prefix(std::span<const int32_t> prompt) {
+  size_t p = 0;
+  while (p < cached.size() && p < prompt.size() && cached[p] == prompt[p]) ++p;
+  if (p == prompt.size() && p > 0) --p;  // the last prompt token must run to give logits
+  cached.resize(p);
+  cache->truncate(static_cast<int32_t>(p));
+  return static_cast<int32_t>(p);
+}
+
+Result<std::vector<float>> Model::Impl::eval(std::span<const int32_t> tokens, bool all_logits) {
+  if (tokens.empty()) return invalid_argument("eval: no tokens");
+  GENIEX_TRY(check_tokens(tokens));
+  const int32_t start = cache->n_used();
+  if (static_cast<int64_t>(start) + static_cast<int64_t>(tokens.size()) > cache->capacity()) {
+    return out_of_range("context is full: " + std::to_string(start) + " cached + " +
+                        std::to_string(tokens.size()) + " new tokens exceed the context size " +
+                        std::to_string(cache->capacity()));
+  }
+  const size_t n_vocab = config.n_vocab;
+  std::vector<float> out(all_logits ? tokens.size() * n_vocab : n_vocab);
+  std::vector<int32_t> pos, kv_pos;
+  auto rollback = [&](Status s) {
+    cache->truncate(start);
+    cached.resize(static_cast<size_t>(start));
+    return s;
+  };
+  for (size_t off = 0; off < tokens.size(); off += static_cast<size_t>(n_batch)) {
+    const auto t =
+        static_cast<int32_t>(std::min<size_t>(static_cast<size_t>(n_batch), tokens.size() - off));
+    const int32_t n_past = cache->n_used();
+    const bool last_chunk = off + static_cast<size_t>(t) == tokens.size();
+    models::ForwardSpec spec;
+    spec.n_tokens = t;
+    spec.n_kv = n_past + t;
+    spec.kv_type = cache->type();
+    spec.n_outputs = all_logits ? t : 1;
+    auto fg = models::build_forward_graph(config, weights, spec);
+    if (!fg.ok()) return rollback(fg.status());
+    GENIEX_TRY(cache->append(t));
+
+    pos.resize(static_cast<size_t>(t));
+    std::iota(pos.begin(), pos.end(), n_past);
+    kv_pos.resize(static_cast<size_t>(n_past + t));
+    std::iota(kv_pos.begin(), kv_pos.end(), 0);
+    std::vector<int32_t> rows(static_cast<size_t>(spec.n_outputs));
+    std::iota(rows.begin(), rows.end(), all_logits ? 0 : t - 1);
+    std::vector<float> step_logits;
+    std::span<float> dst;
+    if (all_logits) {
+      dst = std::span<float>(out).subspan(off * n_vocab, static_cast<size_t>(t) * n_vocab);
+    } else if (last_chunk) {
+      dst = std::span<float>(out);
+    } else {
+      step_logits.resize(n_vocab);
+      dst = std::span<float>(step_logits);
+    }
+
+    graph::Bindings b;
+    b.bind_input(fg->token_ids, tokens.subspan(off, static_cast<size_t>(t)));
+    b.bind_input(fg->positions, std::span<const int32_t>(pos));
+    b.bind_input(fg->kv_slots, std::span<const int32_t>(pos));  // slot i holds position i
+    b.bind_input(fg->kv_pos, std::span<const int32_t>(kv_pos));
+    b.bind_input(fg->output_rows, std::span<const int32_t>(rows));
+    models::bind_forward_weights(*fg, b);
+    for (size_t il = 0; il < fg->k_cache.size(); ++il) {
+      b.bind_state(fg->k_cache[il], cache->type(), cache->k(il));
+      b.bind_state(fg->v_cache[il], cache->type(), cache->v(il));
+    }
+    b.bind_output(fg->logits, dst);
+    Status s = scheduler->run(fg->graph, b);
+    if (!s.ok()) return rollback(s);
+    cached.insert(cached.end(), tokens.begin() + static_cast<std::ptrdiff_t>(off),
+                  tokens.begin() + static_cast<std::ptrdiff_t>(off + static_cast<size_t>(t)));
+  }
+  return out;
+}
+
+}  // namespace geniex

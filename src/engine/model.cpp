@@ -1,0 +1,199 @@
+// Model: tokenization, chat templating and the generate loop (sampling, streaming, stop
+// strings, cancellation, timings) over Model::Impl::eval.
+#include <chrono>
+#include <random>
+
+#include "engine/model_impl.h"
+#include "engine/sampling/sampler.h"
+#include "engine/sampling/stop_matcher.h"
+#include "tokenizer/jinja/chat_template.h"
+
+namespace geniex {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+sampling::SamplingParams params_of(const GenerationConfig& c) {
+  sampling::SamplingParams p;
+  p.temperature = c.temperature;
+  p.top_k = c.top_k;
+  p.top_p = c.top_p;
+  p.min_p = c.min_p;
+  p.repetition_penalty = c.repetition_penalty;
+  p.presence_penalty = c.presence_penalty;
+  p.frequency_penalty = c.frequency_penalty;
+  p.penalty_last_n = c.penalty_last_n;
+  p.seed = c.seed ? *c.seed : std::random_device{}();
+  return p;
+}
+
+}  // namespace
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+const ModelInfo& Model::info() const { return impl_->info; }
+
+void Model::reset() {
+  impl_->cached.clear();
+  impl_->cache->truncate(0);
+}
+
+bool Model::is_end_of_generation(int32_t token) const { return impl_->tok->is_eog(token); }
+
+Result<std::vector<int32_t>> Model::tokenize(std::string_view text, bool add_special,
+                                             bool parse_special) const {
+  tokenizer::EncodeOptions o;
+  o.add_special = add_special;
+  o.parse_special = parse_special;
+  return impl_->tok->encode(text, o);
+}
+
+Result<std::string> Model::detokenize(std::span<const int32_t> tokens) const {
+  return impl_->tok->decode(tokens);
+}
+
+Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> messages,
+                                               bool add_generation_prompt) const {
+  if (!impl_->chat_template) {
+    return not_found("model '" + impl_->info.path +
+                     "' has no chat template and its architecture has no built-in one; use "
+                     "generate() with raw text");
+  }
+  jinja::ChatTemplateInputs in;
+  for (const auto& m : messages) {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+      return invalid_argument("chat message role '" + m.role +
+                              "' (expected system, user or assistant)");
+    }
+    in.messages.push_back({{"role", m.role}, {"content", m.content}});
+  }
+  in.add_generation_prompt = add_generation_prompt;
+  const auto& tok = *impl_->tok;
+  if (tok.bos() >= 0) in.bos_token = tok.token_text(tok.bos());
+  if (tok.eos() >= 0) in.eos_token = tok.token_text(tok.eos());
+  return jinja::render_chat_template(*impl_->chat_template, in);
+}
+
+Result<Generation> Model::chat(std::span<const ChatMessage> messages,
+                               const GenerationConfig& config, const TokenCallback& on_token) {
+  if (messages.empty()) return invalid_argument("chat: no messages");
+  GENIEX_ASSIGN_OR_RETURN(std::string text, apply_chat_template(messages, true));
+  // Templates usually write the BOS text themselves; add it only when they do not.
+  const auto& tok = *impl_->tok;
+  const bool has_bos = tok.bos() >= 0 && text.starts_with(tok.token_text(tok.bos()));
+  GENIEX_ASSIGN_OR_RETURN(auto ids, tokenize(text, !has_bos, true));
+  return generate(std::span<const int32_t>(ids), config, on_token);
+}
+
+Result<Generation> Model::generate(std::string_view prompt, const GenerationConfig& config,
+                                   const TokenCallback& on_token) {
+  GENIEX_ASSIGN_OR_RETURN(auto ids, tokenize(prompt, config.add_special, config.parse_special));
+  return generate(std::span<const int32_t>(ids), config, on_token);
+}
+
+Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens) {
+  reset();
+  auto out = impl_->eval(tokens, true);
+  return out;
+}
+
+Result<Generation> Model::generate(std::span<const int32_t> prompt, const GenerationConfig& config,
+                                   const TokenCallback& on_token) {
+  const auto t_start = Clock::now();
+  Impl& m = *impl_;
+  if (config.max_tokens < 0) {
+    return invalid_argument("max_tokens must be >= 0, got " + std::to_string(config.max_tokens));
+  }
+  if (prompt.empty()) return invalid_argument("the prompt is empty (no tokens)");
+  GENIEX_TRY(m.check_tokens(prompt));
+  const int32_t n_ctx = m.cache->capacity();
+  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
+    return out_of_range("the prompt is " + std::to_string(prompt.size()) +
+                        " tokens but the context holds " + std::to_string(n_ctx) +
+                        " (prompt + at least one generated token); shorten the prompt or raise "
+                        "the context size");
+  }
+  GENIEX_ASSIGN_OR_RETURN(
+      auto sampler,
+      sampling::Sampler::create(params_of(config), static_cast<int32_t>(m.config.n_vocab)));
+  GENIEX_ASSIGN_OR_RETURN(auto stops, sampling::StopMatcher::create(config.stop));
+
+  Generation gen;
+  gen.prompt_tokens.assign(prompt.begin(), prompt.end());
+  Timings& tm = gen.timings;
+  tm.prompt_tokens = static_cast<int32_t>(prompt.size());
+  tm.cached_tokens = m.reuse_prefix(prompt);
+  GENIEX_ASSIGN_OR_RETURN(auto logits,
+                          m.eval(prompt.subspan(static_cast<size_t>(tm.cached_tokens)), false));
+  tm.prompt_ms = ms_since(t_start);
+  const auto t_gen = Clock::now();
+
+  tokenizer::DecodeOptions dopts;
+  auto decoder = m.tok->stream_decoder(dopts);
+  std::vector<int32_t> history(prompt.begin(), prompt.end());
+  bool done = false;
+  // Shows `piece` through the stop matcher; false when generation must end.
+  auto emit = [&](const std::string& piece, int32_t token) {
+    auto fr = stops.feed(piece);
+    if (!fr.emit.empty()) {
+      gen.text += fr.emit;
+      if (on_token && !on_token(fr.emit, token)) {
+        gen.stop_reason = StopReason::kCancelled;
+        return false;
+      }
+    }
+    if (fr.stopped) {
+      gen.stop_reason = StopReason::kStopString;
+      return false;
+    }
+    return true;
+  };
+  if (config.max_tokens == 0) {
+    gen.stop_reason = StopReason::kMaxTokens;
+    done = true;
+  }
+  while (!done) {
+    GENIEX_ASSIGN_OR_RETURN(int32_t token, sampler.sample(logits, history));
+    if (gen.tokens.empty()) tm.ttft_ms = ms_since(t_start);
+    gen.tokens.push_back(token);
+    history.push_back(token);
+    if (!config.ignore_eos && m.tok->is_eog(token)) {
+      gen.stop_reason = StopReason::kEndOfGeneration;
+      break;
+    }
+    GENIEX_ASSIGN_OR_RETURN(std::string piece, decoder.feed(token));
+    if (!emit(piece, token)) break;
+    if (static_cast<int32_t>(gen.tokens.size()) >= config.max_tokens) {
+      gen.stop_reason = StopReason::kMaxTokens;
+      break;
+    }
+    if (m.cache->n_used() >= n_ctx) {
+      gen.stop_reason = StopReason::kContextFull;
+      break;
+    }
+    GENIEX_ASSIGN_OR_RETURN(logits, m.eval(std::span<const int32_t>(&token, 1), false));
+  }
+  // Text still held back by the decoder and the stop matcher, unless we stopped early.
+  if (gen.stop_reason != StopReason::kCancelled && gen.stop_reason != StopReason::kStopString) {
+    const int32_t last = gen.tokens.empty() ? -1 : gen.tokens.back();
+    if (emit(decoder.flush(), last)) {
+      std::string rest = stops.flush();
+      if (!rest.empty()) {
+        gen.text += rest;
+        if (on_token && !on_token(rest, last)) gen.stop_reason = StopReason::kCancelled;
+      }
+    }
+  }
+  tm.generated_tokens = static_cast<int32_t>(gen.tokens.size());
+  tm.generation_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_gen).count();
+  return gen;
+}
+
+}  // namespace geniex

@@ -1,0 +1,170 @@
+// ModelBuilder::build and the small public value types (Device, StopReason, Timings).
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/thread_pool.h"
+#include "engine/model_impl.h"
+#include "models/forward_graph.h"
+#include "tokenizer/chat_template_source.h"
+
+namespace geniex {
+
+Result<Device> Device::parse(std::string_view name) {
+  if (name == "auto") return automatic();
+  if (name == "cpu") return cpu();
+  if (name == "gpu") return gpu();
+  if (name == "npu") return npu();
+  return invalid_argument("unknown device '" + std::string(name) +
+                          "' (expected auto, cpu, gpu or npu)");
+}
+
+std::string_view Device::name() const {
+  switch (kind_) {
+    case Kind::kAuto: return "auto";
+    case Kind::kCpu: return "cpu";
+    case Kind::kGpu: return "gpu";
+    case Kind::kNpu: return "npu";
+  }
+  return "auto";
+}
+
+std::string_view stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::kEndOfGeneration: return "eog";
+    case StopReason::kMaxTokens: return "length";
+    case StopReason::kStopString: return "stop";
+    case StopReason::kCancelled: return "cancelled";
+    case StopReason::kContextFull: return "context_full";
+  }
+  return "unknown";
+}
+
+double Timings::prompt_tokens_per_second() const {
+  const int32_t n = prompt_tokens - cached_tokens;
+  return prompt_ms > 0 ? n * 1000.0 / prompt_ms : 0.0;
+}
+
+double Timings::generation_tokens_per_second() const {
+  return generation_ms > 0 ? generated_tokens * 1000.0 / generation_ms : 0.0;
+}
+
+ModelBuilder::ModelBuilder(std::string path) : path_(std::move(path)) {}
+ModelBuilder& ModelBuilder::with_device(Device device) {
+  device_ = device;
+  return *this;
+}
+ModelBuilder& ModelBuilder::with_context_size(int32_t n_ctx) {
+  n_ctx_ = n_ctx;
+  return *this;
+}
+ModelBuilder& ModelBuilder::with_threads(int32_t n_threads) {
+  n_threads_ = n_threads;
+  return *this;
+}
+ModelBuilder& ModelBuilder::with_batch_size(int32_t n_batch) {
+  n_batch_ = n_batch;
+  return *this;
+}
+ModelBuilder& ModelBuilder::with_kv_cache_type(KvCacheType type) {
+  kv_type_ = type;
+  return *this;
+}
+ModelBuilder& ModelBuilder::with_log(std::function<void(std::string_view)> log) {
+  log_ = std::move(log);
+  return *this;
+}
+
+namespace {
+
+runtime::DevicePreference preference_of(Device d) {
+  switch (d.kind()) {
+    case Device::Kind::kCpu: return runtime::DevicePreference::kCpu;
+    case Device::Kind::kGpu: return runtime::DevicePreference::kGpu;
+    case Device::Kind::kNpu: return runtime::DevicePreference::kNpu;
+    case Device::Kind::kAuto: break;
+  }
+  return runtime::DevicePreference::kAuto;
+}
+
+}  // namespace
+
+Result<Model> ModelBuilder::build() const {
+  if (n_ctx_ < 1)
+    return invalid_argument("context size must be >= 1, got " + std::to_string(n_ctx_));
+  if (n_batch_ < 1)
+    return invalid_argument("batch size must be >= 1, got " + std::to_string(n_batch_));
+  if (n_threads_ < 0) return invalid_argument("threads must be >= 0 (0 = all)");
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path_, ec)) {
+    return not_found("model file '" + path_ + "' does not exist or is not a regular file");
+  }
+  auto impl = std::make_unique<Model::Impl>();
+  GENIEX_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path_));
+  impl->file = std::make_unique<gguf::GgufFile>(std::move(file));
+  GENIEX_ASSIGN_OR_RETURN(impl->config, models::load_config(*impl->file));
+  GENIEX_ASSIGN_OR_RETURN(impl->weights, models::bind_weights(*impl->file, impl->config));
+  GENIEX_ASSIGN_OR_RETURN(impl->tok, tokenizer::Tokenizer::from_gguf(*impl->file));
+  if (auto t = tokenizer::chat_template_source(*impl->file); t.ok()) {
+    impl->chat_template = t->text;
+  }
+  const auto& cfg = impl->config;
+  const int32_t n_ctx = cfg.context_length > 0
+                            ? std::min<int32_t>(n_ctx_, static_cast<int32_t>(cfg.context_length))
+                            : n_ctx_;
+  runtime::KvCacheSpec spec;
+  spec.n_ctx = n_ctx;
+  spec.type = kv_type_ == KvCacheType::kF32 ? GgmlType::kF32 : GgmlType::kF16;
+  for (uint32_t il = 0; il < cfg.n_layer; ++il) {
+    spec.k_row_elems.push_back(static_cast<int64_t>(cfg.n_embd_k_gqa(il)));
+    spec.v_row_elems.push_back(static_cast<int64_t>(cfg.n_embd_v_gqa(il)));
+  }
+  GENIEX_ASSIGN_OR_RETURN(runtime::KvCache cache, runtime::KvCache::create(spec));
+  impl->cache.emplace(std::move(cache));
+
+  backends::CpuBackendOptions cpu_opts;
+  cpu_opts.n_threads = n_threads_;
+  GENIEX_ASSIGN_OR_RETURN(auto cpu, backends::make_cpu_backend(cpu_opts));
+  std::vector<std::unique_ptr<backends::Backend>> list;
+  list.push_back(std::move(cpu));
+  auto log = log_;
+  GENIEX_ASSIGN_OR_RETURN(runtime::Scheduler sched,
+                          runtime::Scheduler::create(std::move(list), preference_of(device_),
+                                                     [log](const std::string& line) {
+                                                       if (log) log(line);
+                                                     }));
+  impl->scheduler.emplace(std::move(sched));
+  impl->n_batch = n_batch_;
+
+  ModelInfo& info = impl->info;
+  info.path = path_;
+  info.architecture = cfg.arch_name;
+  info.name = cfg.name;
+  for (const auto& t : impl->file->tensors()) {
+    int64_t n = 1;
+    for (uint32_t d = 0; d < t.n_dims; ++d) n *= static_cast<int64_t>(t.ne[d]);
+    info.n_params += n;
+  }
+  info.file_bytes = static_cast<int64_t>(impl->file->file_size());
+  info.n_layer = static_cast<int32_t>(cfg.n_layer);
+  info.n_embd = static_cast<int32_t>(cfg.n_embd);
+  info.n_vocab = static_cast<int32_t>(cfg.n_vocab);
+  info.n_ctx_train = static_cast<int32_t>(cfg.context_length);
+  info.n_ctx = n_ctx;
+  info.n_threads = n_threads_ > 0 ? n_threads_ : ThreadPool::default_threads();
+  // Place once at load so that an impossible placement fails here, not at the first token.
+  {
+    models::ForwardSpec fs;
+    fs.n_tokens = 1;
+    fs.n_kv = 1;
+    fs.n_outputs = 1;
+    GENIEX_ASSIGN_OR_RETURN(auto fg, models::build_forward_graph(cfg, impl->weights, fs));
+    GENIEX_ASSIGN_OR_RETURN(auto placement, impl->scheduler->place(fg.graph));
+    info.placement = placement.stage + " -> " + placement.backend;
+    for (const auto& n : placement.notes) info.placement += " (" + n + ")";
+  }
+  return Model(std::move(impl));
+}
+
+}  // namespace geniex
