@@ -102,6 +102,28 @@ INSTANTIATE_TEST_SUITE_P(Tiny, EngineVsHf,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma3"),
                          [](const auto& p) { return p.param; });
 
+TEST(EngineDecode, CachedStepGraphAcrossBucketBoundariesMatchesFullRecompute) {
+  // decode_one reuses one graph per 256-slot bucket; 300 steps cross a boundary and the sliding
+  // window (16) of the tiny gemma3 many times over.
+  Model g = load(tiny("gemma3"), 600, 512, KvCacheType::kF32);
+  const std::vector<int32_t> prompt = {2, 310, 713, 349, 1902};
+  GenerationConfig c = greedy(300);
+  c.ignore_eos = true;
+  auto gen = g.generate(std::span<const int32_t>(prompt), c);
+  ASSERT_TRUE(gen.ok()) << gen.status().to_string();
+  ASSERT_EQ(gen->tokens.size(), 300u);
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
+  auto full = g.logits(std::span<const int32_t>(all).first(all.size() - 1));
+  ASSERT_TRUE(full.ok());
+  const size_t V = 2048;
+  for (size_t s = 0; s < gen->tokens.size(); ++s) {
+    const float* row = full->data() + (prompt.size() - 1 + s) * V;
+    const auto best = std::max_element(row, row + V) - row;
+    ASSERT_LE(row[best] - row[gen->tokens[s]], 1e-4) << "step " << s;
+  }
+}
+
 // ---- generate / chat behaviour ------------------------------------------------------------
 
 TEST(EngineApi, StreamedPiecesConcatenateToTheText) {

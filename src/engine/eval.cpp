@@ -96,4 +96,56 @@ Result<std::vector<float>> Model::Impl::eval(std::span<const int32_t> tokens, bo
   return out;
 }
 
+Result<std::span<const float>> Model::Impl::decode_one(int32_t token) {
+  GENIEX_TRY(check_tokens(std::span<const int32_t>(&token, 1)));
+  const int32_t n_past = cache->n_used();
+  if (n_past + 1 > cache->capacity()) {
+    return out_of_range("context is full: " + std::to_string(n_past) +
+                        " cached tokens fill the context size " +
+                        std::to_string(cache->capacity()));
+  }
+  // Graphs attend over a bucket of slots (empty ones have position -1 and are skipped), so one
+  // graph, its placement and its memory plan serve 256 consecutive steps.
+  constexpr int32_t kBucket = 256;
+  const int32_t bucket =
+      std::min(cache->capacity(), (n_past + 1 + kBucket - 1) / kBucket * kBucket);
+  if (!decode_step || decode_step->bucket != bucket) {
+    auto step = std::make_unique<DecodeStep>();
+    models::ForwardSpec spec;
+    spec.n_tokens = 1;
+    spec.n_kv = bucket;
+    spec.kv_type = cache->type();
+    spec.n_outputs = 1;
+    GENIEX_ASSIGN_OR_RETURN(step->fg, models::build_forward_graph(config, weights, spec));
+    step->bucket = bucket;
+    step->kv_pos.assign(static_cast<size_t>(bucket), -1);
+    step->logits.resize(config.n_vocab);
+    auto& b = step->bindings;
+    b.bind_input(step->fg.token_ids, std::span<const int32_t>(step->token));
+    b.bind_input(step->fg.positions, std::span<const int32_t>(step->pos));
+    b.bind_input(step->fg.kv_slots, std::span<const int32_t>(step->pos));
+    b.bind_input(step->fg.kv_pos, std::span<const int32_t>(step->kv_pos));
+    b.bind_input(step->fg.output_rows, std::span<const int32_t>(step->rows));
+    models::bind_forward_weights(step->fg, b);
+    for (size_t il = 0; il < step->fg.k_cache.size(); ++il) {
+      b.bind_state(step->fg.k_cache[il], cache->type(), cache->k(il));
+      b.bind_state(step->fg.v_cache[il], cache->type(), cache->v(il));
+    }
+    b.bind_output(step->fg.logits, std::span<float>(step->logits));
+    decode_step = std::move(step);
+  }
+  DecodeStep& st = *decode_step;
+  st.token[0] = token;
+  st.pos[0] = n_past;
+  for (int32_t i = 0; i < bucket; ++i) st.kv_pos[static_cast<size_t>(i)] = i <= n_past ? i : -1;
+  GENIEX_TRY(cache->append(1));
+  Status s = scheduler->run(st.fg.graph, st.bindings);
+  if (!s.ok()) {
+    cache->truncate(n_past);
+    return s;
+  }
+  cached.push_back(token);
+  return std::span<const float>(st.logits);
+}
+
 }  // namespace geniex

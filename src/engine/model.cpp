@@ -130,8 +130,9 @@ Result<Generation> Model::generate(std::span<const int32_t> prompt, const Genera
   Timings& tm = gen.timings;
   tm.prompt_tokens = static_cast<int32_t>(prompt.size());
   tm.cached_tokens = m.reuse_prefix(prompt);
-  GENIEX_ASSIGN_OR_RETURN(auto logits,
+  GENIEX_ASSIGN_OR_RETURN(std::vector<float> prompt_logits,
                           m.eval(prompt.subspan(static_cast<size_t>(tm.cached_tokens)), false));
+  std::span<const float> logits(prompt_logits);
   tm.prompt_ms = ms_since(t_start);
   const auto t_gen = Clock::now();
 
@@ -178,7 +179,7 @@ Result<Generation> Model::generate(std::span<const int32_t> prompt, const Genera
       gen.stop_reason = StopReason::kContextFull;
       break;
     }
-    GENIEX_ASSIGN_OR_RETURN(logits, m.eval(std::span<const int32_t>(&token, 1), false));
+    GENIEX_ASSIGN_OR_RETURN(logits, m.decode_one(token));
   }
   // Text still held back by the decoder and the stop matcher, unless we stopped early.
   if (gen.stop_reason != StopReason::kCancelled && gen.stop_reason != StopReason::kStopString) {

@@ -12,6 +12,8 @@
 #include "core/status.h"
 #include "geniex/geniex.hpp"
 #include "gguf/gguf_reader.h"
+#include "graph/run_reference.h"
+#include "models/forward_graph.h"
 #include "models/model_config.h"
 #include "models/model_weights.h"
 #include "runtime/kv_cache.h"
@@ -32,10 +34,24 @@ struct Model::Impl {
   int32_t n_batch = 512;
   ModelInfo info;
 
+  /// The cached single-token step (see decode_one).
+  struct DecodeStep {
+    int32_t bucket = 0;  ///< KV slots the graph attends over
+    models::ForwardGraph fg;
+    graph::Bindings bindings;
+    std::vector<int32_t> token = {0}, pos = {0}, rows = {0}, kv_pos;
+    std::vector<float> logits;
+  };
+  std::unique_ptr<DecodeStep> decode_step;
+
   /// Appends `tokens` to the context (in steps of at most n_batch) and returns the logits of
   /// the last token, or of every token when `all_logits` (rows of n_vocab). On error the
   /// context is rolled back to what it was.
   Result<std::vector<float>> eval(std::span<const int32_t> tokens, bool all_logits);
+
+  /// One generated token through a cached decode graph (rebuilt only when the context crosses a
+  /// 256-slot bucket), without allocating: returns the logits, valid until the next call.
+  Result<std::span<const float>> decode_one(int32_t token);
 
   /// Drops cached tokens after the longest common prefix with `prompt`, keeping at least one
   /// prompt token to evaluate. Returns how many prompt tokens are reused.

@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <atomic>
 #include <cmath>
 #include <utility>
 
@@ -229,6 +230,20 @@ Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& in, c
     }
   }
   return internal_error("infer_shape: unknown op kind");
+}
+
+namespace {
+std::atomic<uint64_t> g_next_graph_uid{1};
+}  // namespace
+
+Graph::Graph() : uid_(g_next_graph_uid.fetch_add(1)) {}
+Graph::Graph(const Graph& other) : nodes_(other.nodes_), uid_(g_next_graph_uid.fetch_add(1)) {}
+Graph& Graph::operator=(const Graph& other) {
+  if (this != &other) {
+    nodes_ = other.nodes_;
+    uid_ = g_next_graph_uid.fetch_add(1);
+  }
+  return *this;
 }
 
 NodeId Graph::push(Node node) {

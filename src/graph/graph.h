@@ -35,6 +35,16 @@ struct Node {
 /// A growing DAG. Nodes are numbered in creation order, which is a valid execution order.
 class Graph {
  public:
+  Graph();
+  Graph(const Graph& other);
+  Graph& operator=(const Graph& other);
+  Graph(Graph&&) noexcept = default;
+  Graph& operator=(Graph&&) noexcept = default;
+
+  /// Identifies this graph's structure for caches (placement, memory plans): unique per graph
+  /// object and changed by every add_*, so equal keys mean the same nodes.
+  [[nodiscard]] uint64_t structure_key() const { return uid_ * 1000003u + nodes_.size(); }
+
   /// Adds a run-time input (activations F32, positions / token ids I32).
   NodeId add_input(const TensorDesc& desc, std::string name);
   /// Adds a weight (raw bytes of `desc.dtype`, e.g. a GGUF tensor).
@@ -57,6 +67,7 @@ class Graph {
  private:
   NodeId push(Node node);
   std::vector<Node> nodes_;
+  uint64_t uid_ = 0;
 };
 
 /// Output descriptor of `kind` applied to `inputs`, or the Status explaining why not.

@@ -58,6 +58,7 @@ class Scheduler {
   Placement last_;
   backends::Backend* chosen_ = nullptr;
   bool logged_ = false;
+  uint64_t placed_key_ = 0;  ///< structure_key() of the graph last placed (0: none)
 };
 
 }  // namespace geniex::runtime

@@ -82,6 +82,9 @@ class CpuBackend final : public Backend {
   backends::cpu::Scratch scratch_;
   std::vector<float> arena_;
   std::vector<Val> vals_;
+  cpu::ExecPlan plan_;
+  uint64_t plan_key_ = 0;
+  std::vector<NodeId> plan_outputs_;
   // Dequantized copies of non-F32 weights read as F32 (e.g. F16 norms), by data address.
   std::unordered_map<const uint8_t*, std::vector<float>> dequantized_;
 };
@@ -351,9 +354,19 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
     }
   }
   GENIEX_TRY(bind(g, b));
-  std::vector<bool> keep(n, false);
-  for (auto& [id, dst] : b.outputs()) keep[id] = true;
-  const cpu::ExecPlan plan = cpu::plan_graph(g, keep);
+  // Plans depend only on the graph and which nodes are outputs: reuse the last one for the same
+  // graph (decode steps rerun one cached graph).
+  std::vector<NodeId> out_ids;
+  for (auto& [id, dst] : b.outputs()) out_ids.push_back(id);
+  std::sort(out_ids.begin(), out_ids.end());
+  if (plan_key_ != g.structure_key() || plan_outputs_ != out_ids) {
+    std::vector<bool> keep(n, false);
+    for (NodeId id : out_ids) keep[id] = true;
+    plan_ = cpu::plan_graph(g, keep);
+    plan_key_ = g.structure_key();
+    plan_outputs_ = out_ids;
+  }
+  const cpu::ExecPlan& plan = plan_;
   if (arena_.size() < sz(plan.arena_floats)) arena_.resize(sz(plan.arena_floats));
   for (NodeId id = 0; id < n; ++id) {
     const Node& node = g.node(id);
