@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -27,6 +28,21 @@ std::string who(const graph::Graph& g, NodeId id) {
   const Node& n = g.node(id);
   return "node " + std::to_string(id) + (n.name.empty() ? std::string() : " '" + n.name + "'");
 }
+
+// The first error of a parallel loop (most loops never fail: no allocation on the good path).
+class FirstError {
+ public:
+  void set(Status s) {
+    if (s.ok()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (status_.ok()) status_ = std::move(s);
+  }
+  Status take() { return std::move(status_); }
+
+ private:
+  std::mutex mu_;
+  Status status_;
+};
 
 // The value of one node during a run.
 struct Val {
@@ -187,13 +203,12 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
   // Element-wise work split into chunks over the pool.
   auto elementwise = [&](const auto& fn) {
     constexpr int64_t kChunk = 16384;
-    std::vector<Status> errs(sz((count + kChunk - 1) / kChunk));
-    pool_.parallel_for(static_cast<int64_t>(errs.size()), [&](int64_t c, int) {
+    FirstError errs;
+    pool_.parallel_for((count + kChunk - 1) / kChunk, [&](int64_t c, int) {
       const int64_t b0 = c * kChunk;
-      errs[sz(c)] = fn(b0, std::min(kChunk, count - b0));
+      errs.set(fn(b0, std::min(kChunk, count - b0)));
     });
-    for (auto& s : errs) GENIEX_TRY(s);
-    return Status{};
+    return errs.take();
   };
   switch (n.op) {
     case OpKind::kEmbedding:
@@ -214,14 +229,13 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       }
       const int64_t row = desc(0).ne[0];
       const int64_t rows = desc(0).nrows();
-      std::vector<Status> errs(sz(rows));
+      FirstError errs;
       pool_.parallel_for(rows, [&](int64_t r, int) {
-        errs[sz(r)] =
-            ref::rms_norm(cspan(x + r * row, row), w ? cspan(w, row) : std::span<const float>(),
-                          row, p.eps, std::span<float>(out + r * row, sz(row)));
+        errs.set(ref::rms_norm(cspan(x + r * row, row),
+                               w ? cspan(w, row) : std::span<const float>(), row, p.eps,
+                               std::span<float>(out + r * row, sz(row))));
       });
-      for (auto& s : errs) GENIEX_TRY(s);
-      return {};
+      return errs.take();
     }
     case OpKind::kRope: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
