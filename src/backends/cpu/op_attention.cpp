@@ -4,127 +4,356 @@
 // attention), so that greedy outputs track llama.cpp's: with an F16 cache the query is rounded
 // to f16 before Q.K, scores are scaled (and soft-capped) in f32, softmax sums in double, and the
 // probabilities are rounded to f16 before they weight V. With an F32 cache nothing is rounded.
+// In detail, per (query, head): s_j = scale(q.k_j) in f32 for every visible key j; mx = max s_j;
+// e_j = expf(s_j - mx); sum = sum of e_j in double, in key order; p_j = e_j * (float)(1 / sum),
+// rounded to f16 with an F16 V cache; out = sum_j p_j v_j accumulated in f32. Only the float
+// summation order of the dots and of the p.v sums (and FMA contraction) is left to the kernels.
+//
+// The cache is read in place (F16 rows converted in registers, attention_kernels*.cpp), and only
+// keys visible to some query of a block are touched: empty slots (k_pos -1), keys after a causal
+// query and keys outside a sliding window are never read.
+//
+// Two schedules:
+// * tiled (prefill): a task is (kv head, tile of queries); all query heads of the kv head for
+//   the tile's tokens share every K/V row read. Scores, softmax and p.v run in the task.
+// * split (decode, few query rows): the visible keys are split into chunks so that every thread
+//   has work even with one kv head: scores by (kv head, chunk), then the softmax of each row over
+//   all its keys (the f16 rounding of p needs the final normalizer), then p.v by (kv head, chunk)
+//   into partial sums that are added up in chunk order.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/cpu_ops.h"
 #include "core/fp16.h"
-#include "graph/ref_ops.h"
 
 namespace geniex::backends::cpu {
+namespace attn {
 namespace {
 
 size_t sz(int64_t v) { return static_cast<size_t>(v); }
 
-// Eight independent partial sums let the compiler vectorize without reassociating.
-float dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// Query rows (tokens x heads of a kv head) a tiled task aims for.
+constexpr int64_t kTileRows = 16;
+// At most this many query rows go to the split schedule (its scores are shared, rows x keys).
+constexpr int64_t kMaxSplitRows = 64;
+// Fewest keys in a chunk of the split schedule.
+constexpr int64_t kMinChunk = 32;
+
+// graph::ref::attention_visible, inline (it runs once per (token, key)).
+inline bool visible(int32_t qp, int32_t kp, const graph::AttentionParams& p) {
+  if (kp < 0) return false;
+  if (p.causal && kp > qp) return false;
+  if (p.sliding_window > 0 &&
+      static_cast<int64_t>(qp) - static_cast<int64_t>(kp) >= p.sliding_window) {
+    return false;
   }
-  float tail = 0.0f;
-  for (; i < n; ++i) tail += a[i] * b[i];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+  return true;
 }
 
-// Converts `rows` rows of `n` elements to f32 (a copy for F32).
-void to_f32(const KvView& src, int64_t rows, int64_t n, float* dst, ThreadPool& pool) {
-  if (src.type == GgmlType::kF32) {
-    std::memcpy(dst, src.data, sz(rows * n) * sizeof(float));
+struct Problem {
+  const Kernels* kr = nullptr;
+  const float* q = nullptr;
+  KvView k, v;
+  int64_t d = 0, dv = 0, n_head = 0, n_kv_head = 0, n_q = 0, n_kv = 0, group = 0;
+  std::span<const int32_t> q_pos, k_pos;
+  graph::AttentionParams params;
+  bool round_q = false, round_p = false;
+  float* out = nullptr;
+};
+
+// A block of query rows: tokens [t0, t0 + n_tok) of the query heads of kv head kvh. Row
+// r = tt * group + g is token t0 + tt, head kvh * group + g.
+struct Rows {
+  int64_t kvh = 0, t0 = 0, n_tok = 0;
+};
+
+// Bit tt set when token t0 + tt sees key position kp (n_tok <= 64).
+inline uint64_t visible_mask(const Problem& pb, const Rows& rows, int32_t kp) {
+  uint64_t mask = 0;
+  if (kp < 0) return 0;
+  for (int64_t tt = 0; tt < rows.n_tok; ++tt) {
+    if (visible(pb.q_pos[sz(rows.t0 + tt)], kp, pb.params)) mask |= uint64_t{1} << tt;
+  }
+  return mask;
+}
+
+// The keys some row sees, as float indices (exact below 2^24), in cache order; returns the count.
+int64_t visible_keys(const Problem& pb, const Rows& rows, float* keys) {
+  int64_t n = 0;
+  for (int64_t j = 0; j < pb.n_kv; ++j) {
+    if (visible_mask(pb, rows, pb.k_pos[sz(j)]) != 0) keys[n++] = static_cast<float>(j);
+  }
+  return n;
+}
+
+// The rows' queries, rounded to f16 with an F16 K cache.
+void load_queries(const Problem& pb, const Rows& rows, float* qr) {
+  for (int64_t tt = 0; tt < rows.n_tok; ++tt) {
+    const float* src = pb.q + ((rows.t0 + tt) * pb.n_head + rows.kvh * pb.group) * pb.d;
+    float* dst = qr + tt * pb.group * pb.d;
+    const int64_t n = pb.group * pb.d;
+    std::memcpy(dst, src, sz(n) * sizeof(float));
+    if (pb.round_q) pb.kr->scale(dst, n, 1.0f, true);  // x * 1 == x: just the rounding
+  }
+}
+
+// s[r * ns + m] = the scaled score of row r and key keys[m] (kNegInf if r does not see it) for m
+// in [m0, m1); mx[r] = max(mx[r], those scores).
+void scores(const Problem& pb, const Rows& rows, const float* qr, const float* keys, int64_t m0,
+            int64_t m1, float* s, int64_t ns, float* mx) {
+  const int64_t n_rows = rows.n_tok * pb.group;
+  const int64_t ks = pb.n_kv_head * pb.d;
+  const auto& prm = pb.params;
+  float dots[kMaxRows] = {};
+  for (int64_t m = m0; m < m1; ++m) {
+    const auto j = static_cast<int64_t>(keys[m]);
+    const uint64_t mask = visible_mask(pb, rows, pb.k_pos[sz(j)]);
+    const int64_t off = j * ks + rows.kvh * pb.d;
+    for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+      const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
+      bool any = false;
+      for (int i = 0; i < nr; ++i) any |= ((mask >> ((r0 + i) / pb.group)) & 1u) != 0;
+      if (any) {
+        if (pb.k.type == GgmlType::kF16) {
+          pb.kr->dot_f16(qr + r0 * pb.d, nr, pb.d,
+                         reinterpret_cast<const uint16_t*>(pb.k.data) + off, dots);
+        } else {
+          pb.kr->dot_f32(qr + r0 * pb.d, nr, pb.d, reinterpret_cast<const float*>(pb.k.data) + off,
+                         dots);
+        }
+      }
+      for (int i = 0; i < nr; ++i) {
+        const int64_t r = r0 + i;
+        if (((mask >> (r / pb.group)) & 1u) == 0) {
+          s[r * ns + m] = kNegInf;
+          continue;
+        }
+        float score = dots[i];
+        if (prm.softcap > 0.0f) {
+          score = prm.softcap * std::tanh(score * prm.scale / prm.softcap);
+        } else {
+          score *= prm.scale;
+        }
+        s[r * ns + m] = score;
+        mx[r] = std::max(mx[r], score);
+      }
+    }
+  }
+}
+
+// Scores -> probabilities in place for one row of n keys with maximum mx. False (and all-zero p)
+// when the row sees no key.
+bool softmax_row(const Problem& pb, float* s, int64_t n, float mx) {
+  if (mx == kNegInf) {
+    std::fill(s, s + n, 0.0f);
+    return false;
+  }
+  double sum = 0.0;
+  for (int64_t m = 0; m < n; ++m) {
+    const float e = s[m] == kNegInf ? 0.0f : std::exp(s[m] - mx);
+    s[m] = e;
+    sum += e;
+  }
+  pb.kr->scale(s, n, static_cast<float>(1.0 / sum), pb.round_p);
+  return true;
+}
+
+// acc[r * dv + :] += sum over m in [m0, m1) of p[r * ns + m] * v[keys[m]].
+void weighted_v(const Problem& pb, const Rows& rows, const float* p, int64_t ns, const float* keys,
+                int64_t m0, int64_t m1, float* acc) {
+  const int64_t n_rows = rows.n_tok * pb.group;
+  const int64_t vs = pb.n_kv_head * pb.dv;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+    const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
+    if (pb.v.type == GgmlType::kF16) {
+      pb.kr->pv_f16(p + r0 * ns, ns, nr, keys, m0, m1,
+                    reinterpret_cast<const uint16_t*>(pb.v.data) + rows.kvh * pb.dv, vs, pb.dv,
+                    acc + r0 * pb.dv, pb.dv);
+    } else {
+      pb.kr->pv_f32(p + r0 * ns, ns, nr, keys, m0, m1,
+                    reinterpret_cast<const float*>(pb.v.data) + rows.kvh * pb.dv, vs, pb.dv,
+                    acc + r0 * pb.dv, pb.dv);
+    }
+  }
+}
+
+float* out_row(const Problem& pb, const Rows& rows, int64_t r) {
+  const int64_t t = rows.t0 + r / pb.group, h = rows.kvh * pb.group + r % pb.group;
+  return pb.out + (t * pb.n_head + h) * pb.dv;
+}
+
+// Grows (never shrinks) a scratch vector to n floats.
+float* grow(std::vector<float>& buf, int64_t n) {
+  if (buf.size() < sz(n)) buf.resize(sz(n));
+  return buf.data();
+}
+
+// One task of the tiled schedule: everything for a block of rows, in the thread's scratch.
+void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
+  const int64_t n_rows = rows.n_tok * pb.group;
+  float* qr = grow(buf, n_rows * (pb.d + pb.dv + 1 + pb.n_kv) + pb.n_kv);
+  float* acc = qr + n_rows * pb.d;
+  float* mx = acc + n_rows * pb.dv;
+  float* keys = mx + n_rows;
+  float* s = keys + pb.n_kv;
+  const int64_t n = visible_keys(pb, rows, keys);
+  std::fill(mx, mx + n_rows, kNegInf);
+  if (n > 0) {
+    load_queries(pb, rows, qr);
+    scores(pb, rows, qr, keys, 0, n, s, n, mx);
+    for (int64_t r = 0; r < n_rows; ++r) softmax_row(pb, s + r * n, n, mx[r]);
+    std::fill(acc, acc + n_rows * pb.dv, 0.0f);
+    weighted_v(pb, rows, s, n, keys, 0, n, acc);
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* o = out_row(pb, rows, r);
+    if (mx[r] == kNegInf) {  // no visible key: zeros, like the reference
+      std::fill(o, o + pb.dv, 0.0f);
+    } else {
+      std::copy(acc + r * pb.dv, acc + (r + 1) * pb.dv, o);
+    }
+  }
+}
+
+void run_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch) {
+  const int64_t tile = std::min(pb.n_q, std::max<int64_t>(1, kTileRows / pb.group));
+  const int64_t n_tiles = (pb.n_q + tile - 1) / tile;
+  pool.parallel_for(n_tiles * pb.n_kv_head, [&](int64_t task, int thread) {
+    // Later tiles first: under a causal mask they see the most keys.
+    const int64_t ti = n_tiles - 1 - task / pb.n_kv_head;
+    Rows rows{task % pb.n_kv_head, ti * tile, std::min(tile, pb.n_q - ti * tile)};
+    tiled_task(pb, rows, scratch.per_thread[sz(thread)]);
+  });
+}
+
+// The split schedule: all n_q tokens form one block of rows per kv head.
+void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
+  const int64_t n_rows = pb.n_q * pb.group;  // per kv head
+  const int64_t all_rows = pb.n_kv_head * n_rows;
+  auto& buf = scratch.per_thread[sz(nt)];
+  float* keys = grow(buf, pb.n_kv);
+  const int64_t n = visible_keys(pb, Rows{0, 0, pb.n_q}, keys);
+  if (n == 0) {
+    std::fill(pb.out, pb.out + pb.n_q * pb.n_head * pb.dv, 0.0f);
     return;
   }
-  constexpr int64_t kRowsPerTask = 64;
-  const auto* h = reinterpret_cast<const uint16_t*>(src.data);
-  pool.parallel_for((rows + kRowsPerTask - 1) / kRowsPerTask, [&](int64_t task, int) {
-    const int64_t r0 = task * kRowsPerTask, r1 = std::min(rows, r0 + kRowsPerTask);
-    for (int64_t i = r0 * n; i < r1 * n; ++i) dst[i] = fp16_to_fp32(h[i]);
+  const int64_t target = nt > 1 ? 2 * static_cast<int64_t>(nt) : 1;
+  const int64_t n_chunks =
+      std::max<int64_t>(1, std::min(n / kMinChunk, (target + pb.n_kv_head - 1) / pb.n_kv_head));
+  keys = grow(buf, pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + n_chunks * pb.dv));
+  float* qr = keys + pb.n_kv;                // [kvh][row][d]
+  float* s = qr + all_rows * pb.d;           // [kvh][row][n]
+  float* cmax = s + all_rows * n;            // [kvh][row][chunk]
+  float* seen = cmax + all_rows * n_chunks;  // [kvh][row]: 1 when the row sees a key
+  float* part = seen + all_rows;             // [chunk][kvh][row][dv]
+  for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
+    load_queries(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d);
+  }
+  auto chunk_begin = [&](int64_t c) { return n * c / n_chunks; };
+  pool.parallel_for(pb.n_kv_head * n_chunks, [&](int64_t task, int) {
+    const int64_t kvh = task / n_chunks, c = task % n_chunks;
+    float mx[kMaxSplitRows];
+    std::fill(mx, mx + n_rows, kNegInf);
+    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d, keys, chunk_begin(c),
+           chunk_begin(c + 1), s + kvh * n_rows * n, n, mx);
+    for (int64_t r = 0; r < n_rows; ++r) cmax[(kvh * n_rows + r) * n_chunks + c] = mx[r];
   });
+  pool.parallel_for(all_rows, [&](int64_t row, int) {
+    const float* cm = cmax + row * n_chunks;
+    const float mx = *std::max_element(cm, cm + n_chunks);
+    seen[row] = softmax_row(pb, s + row * n, n, mx) ? 1.0f : 0.0f;
+  });
+  pool.parallel_for(pb.n_kv_head * n_chunks, [&](int64_t task, int) {
+    const int64_t kvh = task / n_chunks, c = task % n_chunks;
+    float* acc = part + (c * pb.n_kv_head + kvh) * n_rows * pb.dv;
+    std::fill(acc, acc + n_rows * pb.dv, 0.0f);
+    weighted_v(pb, Rows{kvh, 0, pb.n_q}, s + kvh * n_rows * n, n, keys, chunk_begin(c),
+               chunk_begin(c + 1), acc);
+  });
+  for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
+    const Rows rows{kvh, 0, pb.n_q};
+    for (int64_t r = 0; r < n_rows; ++r) {
+      float* o = out_row(pb, rows, r);
+      if (seen[kvh * n_rows + r] == 0.0f) {
+        std::fill(o, o + pb.dv, 0.0f);
+        continue;
+      }
+      const float* p0 = part + (kvh * n_rows + r) * pb.dv;
+      std::copy(p0, p0 + pb.dv, o);
+      for (int64_t c = 1; c < n_chunks; ++c) {
+        const float* pc = p0 + c * pb.n_kv_head * n_rows * pb.dv;
+        for (int64_t i = 0; i < pb.dv; ++i) o[i] += pc[i];
+      }
+    }
+  }
 }
 
 }  // namespace
 
-Status attention(ThreadPool& pool, Scratch& scratch, const float* q, KvView k, KvView v,
-                 int64_t head_dim, int64_t head_dim_v, int64_t n_head, int64_t n_kv_head,
-                 int64_t n_q, int64_t n_kv, std::span<const int32_t> q_pos,
-                 std::span<const int32_t> k_pos, const graph::AttentionParams& params, float* out) {
+Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scratch, const float* q,
+                          KvView k, KvView v, int64_t head_dim, int64_t head_dim_v, int64_t n_head,
+                          int64_t n_kv_head, int64_t n_q, int64_t n_kv,
+                          std::span<const int32_t> q_pos, std::span<const int32_t> k_pos,
+                          const graph::AttentionParams& params, float* out) {
   if (n_kv_head <= 0 || n_head % n_kv_head != 0) {
     return invalid_argument("attention: n_head must be a multiple of n_kv_head");
   }
   if (static_cast<int64_t>(q_pos.size()) != n_q || static_cast<int64_t>(k_pos.size()) != n_kv) {
     return invalid_argument("attention: position arrays do not match n_q / n_kv");
   }
-  const bool round_f16 = k.type == GgmlType::kF16;
-  const bool round_p = v.type == GgmlType::kF16;
-  // f32 copies of K and V ([n_kv, n_kv_head, d] like the cache), shared by all threads.
-  const int nt = pool.size();
-  scratch.per_thread.resize(sz(nt) + 2);
-  auto& kf = scratch.per_thread[sz(nt)];
-  auto& vf = scratch.per_thread[sz(nt) + 1];
-  kf.resize(sz(n_kv * n_kv_head * head_dim));
-  vf.resize(sz(n_kv * n_kv_head * head_dim_v));
-  to_f32(k, n_kv * n_kv_head, head_dim, kf.data(), pool);
-  to_f32(v, n_kv * n_kv_head, head_dim_v, vf.data(), pool);
-  for (int i = 0; i < nt; ++i) scratch.per_thread[sz(i)].resize(sz(n_kv + head_dim + head_dim_v));
+  if (head_dim <= 0 || head_dim_v <= 0 || n_q < 0 || n_kv < 0) {
+    return invalid_argument("attention: sizes must be positive");
+  }
+  if ((k.type != GgmlType::kF32 && k.type != GgmlType::kF16) ||
+      (v.type != GgmlType::kF32 && v.type != GgmlType::kF16)) {
+    return invalid_argument("attention: the K and V cache must be F32 or F16");
+  }
+  if (n_kv >= (int64_t{1} << 24)) return invalid_argument("attention: n_kv too large");
+  if (n_q == 0) return {};
+  Problem pb;
+  pb.kr = &kernels_for(isa);
+  pb.q = q;
+  pb.k = k;
+  pb.v = v;
+  pb.d = head_dim;
+  pb.dv = head_dim_v;
+  pb.n_head = n_head;
+  pb.n_kv_head = n_kv_head;
+  pb.n_q = n_q;
+  pb.n_kv = n_kv;
+  pb.group = n_head / n_kv_head;
+  pb.q_pos = q_pos;
+  pb.k_pos = k_pos;
+  pb.params = params;
+  pb.round_q = k.type == GgmlType::kF16;
+  pb.round_p = v.type == GgmlType::kF16;
+  pb.out = out;
 
-  const int64_t group = n_head / n_kv_head;
-  constexpr int64_t kQueriesPerTask = 4;
-  const int64_t q_tasks = (n_q + kQueriesPerTask - 1) / kQueriesPerTask;
-  const float ninf = -std::numeric_limits<float>::infinity();
-  pool.parallel_for(n_head * q_tasks, [&](int64_t task, int thread) {
-    const int64_t h = task % n_head;
-    const int64_t kvh = h / group;
-    float* s = scratch.per_thread[sz(thread)].data();
-    float* qr = s + n_kv;
-    float* acc = qr + head_dim;
-    const int64_t t0 = (task / n_head) * kQueriesPerTask;
-    const int64_t t1 = std::min(n_q, t0 + kQueriesPerTask);
-    for (int64_t t = t0; t < t1; ++t) {
-      const float* qsrc = q + (t * n_head + h) * head_dim;
-      for (int64_t i = 0; i < head_dim; ++i) {
-        qr[i] = round_f16 ? fp16_to_fp32(fp32_to_fp16(qsrc[i])) : qsrc[i];
-      }
-      float mx = ninf;
-      for (int64_t j = 0; j < n_kv; ++j) {
-        if (!graph::ref::attention_visible(q_pos[sz(t)], k_pos[sz(j)], params)) {
-          s[j] = ninf;
-          continue;
-        }
-        float score = dot(qr, kf.data() + (j * n_kv_head + kvh) * head_dim, head_dim);
-        if (params.softcap > 0.0f) {
-          score = params.softcap * std::tanh(score * params.scale / params.softcap);
-        } else {
-          score *= params.scale;
-        }
-        s[j] = score;
-        mx = std::max(mx, score);
-      }
-      float* o = out + (t * n_head + h) * head_dim_v;
-      if (mx == ninf) {  // no visible key: zeros, like the reference
-        std::fill(o, o + head_dim_v, 0.0f);
-        continue;
-      }
-      double sum = 0.0;
-      for (int64_t j = 0; j < n_kv; ++j) {
-        const float e = s[j] == ninf ? 0.0f : std::exp(s[j] - mx);
-        s[j] = e;
-        sum += e;
-      }
-      const auto inv = static_cast<float>(1.0 / sum);
-      std::fill(acc, acc + head_dim_v, 0.0f);
-      for (int64_t j = 0; j < n_kv; ++j) {
-        if (s[j] == 0.0f) continue;
-        float p = s[j] * inv;
-        if (round_p) p = fp16_to_fp32(fp32_to_fp16(p));
-        const float* vr = vf.data() + (j * n_kv_head + kvh) * head_dim_v;
-        for (int64_t i = 0; i < head_dim_v; ++i) acc[i] += p * vr[i];
-      }
-      std::copy(acc, acc + head_dim_v, o);
-    }
-  });
+  const int nt = pool.size();
+  if (scratch.per_thread.size() < sz(nt) + 1) scratch.per_thread.resize(sz(nt) + 1);
+  const int64_t tile = std::max<int64_t>(1, kTileRows / pb.group);
+  const int64_t tiled_tasks = n_kv_head * ((n_q + tile - 1) / tile);
+  if (n_q * pb.group <= kMaxSplitRows && tiled_tasks < 2 * static_cast<int64_t>(nt)) {
+    run_split(pb, pool, scratch, nt);
+  } else {
+    run_tiled(pb, pool, scratch);
+  }
   return {};
+}
+
+}  // namespace attn
+
+Status attention(ThreadPool& pool, Scratch& scratch, const float* q, KvView k, KvView v,
+                 int64_t head_dim, int64_t head_dim_v, int64_t n_head, int64_t n_kv_head,
+                 int64_t n_q, int64_t n_kv, std::span<const int32_t> q_pos,
+                 std::span<const int32_t> k_pos, const graph::AttentionParams& params, float* out) {
+  return attn::attention_with_isa(geniex::cpu::detect_isa(), pool, scratch, q, k, v, head_dim,
+                                  head_dim_v, n_head, n_kv_head, n_q, n_kv, q_pos, k_pos, params,
+                                  out);
 }
 
 }  // namespace geniex::backends::cpu

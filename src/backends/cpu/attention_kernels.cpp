@@ -1,0 +1,56 @@
+// Scalar attention kernels (the fallback of every target) and the run-time choice of a kernel set.
+#include "backends/cpu/attention_kernels.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/fp16.h"
+
+namespace geniex::backends::cpu::attn {
+namespace scalar {
+namespace {
+
+#define ATTN_TARGET
+struct V {
+  static constexpr int W = 1;
+  static constexpr int CV = 4;
+  using R = float;
+  static R zero() { return 0.0f; }
+  static R set1(float x) { return x; }
+  static R load(const float* p) { return *p; }
+  static R load(const uint16_t* p) { return fp16_to_fp32(*p); }
+  static void store(float* p, R x) { *p = x; }
+  static R add(R a, R b) { return a + b; }
+  static R mul(R a, R b) { return a * b; }
+  static R fma(R a, R b, R c) { return a * b + c; }
+  static float hsum(R a) { return a; }
+  static void hsum4(const R* a, float* out) { std::copy(a, a + 4, out); }
+  static R round_f16(R a) { return fp16_to_fp32(fp32_to_fp16(a)); }
+};
+#include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
+#undef ATTN_TARGET
+
+}  // namespace
+}  // namespace scalar
+
+const Kernels& scalar_kernels() {
+  static const Kernels k{scalar::attn_dot_f32, scalar::attn_dot_f16, scalar::attn_pv_f32,
+                         scalar::attn_pv_f16, scalar::attn_scale};
+  return k;
+}
+
+const Kernels& kernels_for(geniex::cpu::Isa isa) {
+  using geniex::cpu::Isa;
+#if defined(__x86_64__)
+  if (isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni) return avx512_kernels();
+  if (isa == Isa::kAvx2) return avx2_kernels();
+#elif defined(__aarch64__)
+  if (isa == Isa::kNeon || isa == Isa::kNeonDotprod || isa == Isa::kNeonI8mm) {
+    return neon_kernels();
+  }
+#endif
+  (void)isa;
+  return scalar_kernels();
+}
+
+}  // namespace geniex::backends::cpu::attn

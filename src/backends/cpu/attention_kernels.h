@@ -1,0 +1,52 @@
+// SIMD building blocks of CPU attention (op_attention.cpp), one set per instruction set, picked at
+// run time. K and V rows are read in place from an F32 or F16 cache (F16 converted in registers);
+// nothing here rounds beyond what the f32 arithmetic does, so every set computes the same values
+// up to float summation order (and FMA contraction).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/kernels/isa.h"
+
+namespace geniex::backends::cpu::attn {
+
+/// Rows of queries / probabilities are processed in blocks of at most this many.
+inline constexpr int kMaxRows = 4;
+
+struct Kernels {
+  /// out[r] = sum_i q[r * n + i] * k[i] for r < nr (1 <= nr <= kMaxRows).
+  void (*dot_f32)(const float* q, int nr, int64_t n, const float* k, float* out);
+  void (*dot_f16)(const float* q, int nr, int64_t n, const uint16_t* k, float* out);
+  /// For m in [m0, m1), in that order, with row = v + int64_t(keys[m]) * v_stride:
+  ///   acc[r * acc_stride + i] += p[r * p_stride + m] * row[i]   (r < nr, i < n).
+  void (*pv_f32)(const float* p, int64_t p_stride, int nr, const float* keys, int64_t m0,
+                 int64_t m1, const float* v, int64_t v_stride, int64_t n, float* acc,
+                 int64_t acc_stride);
+  void (*pv_f16)(const float* p, int64_t p_stride, int nr, const float* keys, int64_t m0,
+                 int64_t m1, const uint16_t* v, int64_t v_stride, int64_t n, float* acc,
+                 int64_t acc_stride);
+  /// x[i] *= mul, then, if round_f16, x[i] = f16 round-to-nearest-even of x[i] (as fp32_to_fp16).
+  void (*scale)(float* x, int64_t n, float mul, bool round_f16);
+};
+
+/// The kernels for `isa` (the best set at or below it that this binary has).
+const Kernels& kernels_for(geniex::cpu::Isa isa);
+
+const Kernels& scalar_kernels();
+#if defined(__x86_64__)
+const Kernels& avx2_kernels();
+const Kernels& avx512_kernels();
+#elif defined(__aarch64__)
+const Kernels& neon_kernels();
+#endif
+
+/// attention() with the kernels of `isa` instead of detect_isa()'s (tests and benchmarks).
+Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scratch, const float* q,
+                          KvView k, KvView v, int64_t head_dim, int64_t head_dim_v, int64_t n_head,
+                          int64_t n_kv_head, int64_t n_q, int64_t n_kv,
+                          std::span<const int32_t> q_pos, std::span<const int32_t> k_pos,
+                          const graph::AttentionParams& params, float* out);
+
+}  // namespace geniex::backends::cpu::attn

@@ -1,0 +1,112 @@
+// x86 attention kernels: AVX2 (+FMA, F16C) and AVX-512 (F, BW, VL). Every function carries a
+// per-function target attribute and lives in an anonymous namespace, so nothing compiled for a
+// wider ISA can be picked by the linker for code that runs before dispatch (kernels_for()).
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cpu/attention_kernels.h"
+#include "core/fp16.h"
+
+// GCC 12 warns about the deliberately uninitialized _mm*_undefined_* values inside the AVX-512
+// intrinsics (cvtph_ps, reduce_add_ps) once they are inlined here.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace geniex::backends::cpu::attn {
+
+namespace avx2 {
+namespace {
+
+#define ATTN_TARGET __attribute__((target("avx2,fma,f16c")))
+struct V {
+  static constexpr int W = 8;
+  static constexpr int CV = 2;
+  using R = __m256;
+  ATTN_TARGET static R zero() { return _mm256_setzero_ps(); }
+  ATTN_TARGET static R set1(float x) { return _mm256_set1_ps(x); }
+  ATTN_TARGET static R load(const float* p) { return _mm256_loadu_ps(p); }
+  ATTN_TARGET static R load(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  ATTN_TARGET static void store(float* p, R x) { _mm256_storeu_ps(p, x); }
+  ATTN_TARGET static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  ATTN_TARGET static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
+  ATTN_TARGET static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  ATTN_TARGET static float hsum(R a) {
+    const __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    const __m128 t = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    return _mm_cvtss_f32(_mm_add_ss(t, _mm_movehdup_ps(t)));
+  }
+  // Four 8-lane sums at once: [a0, a1, a2, a3] -> out[0..3].
+  ATTN_TARGET static void hsum4_256(__m256 a0, __m256 a1, __m256 a2, __m256 a3, float* out) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  }
+  ATTN_TARGET static void hsum4(const R* a, float* out) { hsum4_256(a[0], a[1], a[2], a[3], out); }
+  ATTN_TARGET static R round_f16(R a) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+};
+#include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
+#undef ATTN_TARGET
+
+}  // namespace
+}  // namespace avx2
+
+namespace avx512 {
+namespace {
+
+#define ATTN_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
+struct V {
+  static constexpr int W = 16;
+  static constexpr int CV = 4;
+  using R = __m512;
+  ATTN_TARGET static R zero() { return _mm512_setzero_ps(); }
+  ATTN_TARGET static R set1(float x) { return _mm512_set1_ps(x); }
+  ATTN_TARGET static R load(const float* p) { return _mm512_loadu_ps(p); }
+  ATTN_TARGET static R load(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  ATTN_TARGET static void store(float* p, R x) { _mm512_storeu_ps(p, x); }
+  ATTN_TARGET static R add(R a, R b) { return _mm512_add_ps(a, b); }
+  ATTN_TARGET static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
+  ATTN_TARGET static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
+  ATTN_TARGET static float hsum(R a) { return _mm512_reduce_add_ps(a); }
+  ATTN_TARGET static __m256 fold(R a) {
+    return _mm256_add_ps(_mm512_castps512_ps256(a),
+                         _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+  }
+  ATTN_TARGET static void hsum4(const R* a, float* out) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(fold(a[0]), fold(a[1])),
+                                    _mm256_hadd_ps(fold(a[2]), fold(a[3])));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  }
+  ATTN_TARGET static R round_f16(R a) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+};
+#include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
+#undef ATTN_TARGET
+
+}  // namespace
+}  // namespace avx512
+
+const Kernels& avx2_kernels() {
+  static const Kernels k{avx2::attn_dot_f32, avx2::attn_dot_f16, avx2::attn_pv_f32,
+                         avx2::attn_pv_f16, avx2::attn_scale};
+  return k;
+}
+
+const Kernels& avx512_kernels() {
+  static const Kernels k{avx512::attn_dot_f32, avx512::attn_dot_f16, avx512::attn_pv_f32,
+                         avx512::attn_pv_f16, avx512::attn_scale};
+  return k;
+}
+
+}  // namespace geniex::backends::cpu::attn
+#endif  // __x86_64__
