@@ -19,9 +19,29 @@ GemmFn gemm_for(Isa isa, GgmlType t) {
 #if defined(GENIEX_CPU_ARM64)
     case Isa::kNeon: return detail::neon_gemm(t);
     case Isa::kNeonDotprod: return detail::neon_dotprod_gemm(t);
+    case Isa::kNeonI8mm: return detail::neon_i8mm_gemm(t);
 #endif
     default: return nullptr;
   }
+}
+
+// The SIMD activation quantizer of the family of `isa` (bit-identical to the reference), else the
+// reference itself.
+QuantizeActFn quantize_for(Isa isa, GgmlType act) {
+  for (Isa i = isa; i != Isa::kScalar; i = lower_isa(i)) {
+    if (!isa_available(i)) continue;
+#if defined(GENIEX_CPU_X86)
+    if (i == Isa::kAvx2) {
+      if (QuantizeActFn q = detail::avx2_quantize_act(act)) return q;
+    }
+#endif
+#if defined(GENIEX_CPU_ARM64)
+    if (i == Isa::kNeon) {
+      if (QuantizeActFn q = detail::neon_quantize_act(act)) return q;
+    }
+#endif
+  }
+  return detail::scalar_quantize_act(act);
 }
 
 }  // namespace
@@ -29,7 +49,7 @@ GemmFn gemm_for(Isa isa, GgmlType t) {
 std::optional<DotKernels> dot_kernels(GgmlType t, Isa isa) {
   if (!quant::can_vec_dot(t)) return std::nullopt;
   const GgmlType act = quant::vec_dot_type(t);
-  const QuantizeActFn quantize = detail::scalar_quantize_act(act);
+  const QuantizeActFn quantize = quantize_for(isa, act);
   if (quantize == nullptr) return std::nullopt;
   for (Isa i = isa;; i = lower_isa(i)) {
     if (isa_available(i)) {

@@ -14,16 +14,20 @@ namespace geniex::cpu::detail {
 GemmFn scalar_gemm(GgmlType t);
 QuantizeActFn scalar_quantize_act(GgmlType act_type);
 #if defined(GENIEX_CPU_X86)
+QuantizeActFn avx2_quantize_act(GgmlType act_type);
 GemmFn avx2_gemm(GgmlType t);
 GemmFn avx512_gemm(GgmlType t);
 GemmFn avx512vnni_gemm(GgmlType t);
 #endif
 #if defined(GENIEX_CPU_ARM64)
+QuantizeActFn neon_quantize_act(GgmlType act_type);
 GemmFn neon_gemm(GgmlType t);
 GemmFn neon_dotprod_gemm(GgmlType t);
+GemmFn neon_i8mm_gemm(GgmlType t);
 #endif
 
 inline constexpr int kMaxTileCols = 4;  // activation rows per pass over a weight row
+inline constexpr int kMaxTileRows = 4;  // weight rows per pass (gemm_rows)
 
 // Drives a tile kernel over the whole output. K::run<NC>(nb, w_row, a_rows, res) computes the
 // dots of one weight row with NC <= kMaxTileCols activation rows (nb blocks each). Weight rows
@@ -52,6 +56,77 @@ inline void gemm_tiles(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr,
           default: K::template run<1>(nb, wr, rows, res); break;
         }
         for (int c = 0; c < m; ++c) o[static_cast<size_t>(c) * out_stride + i] = res[c];
+      }
+    }
+  }
+}
+
+// Calls K::run<NR, NC> for runtime nr <= kMaxTileRows, nc <= kMaxTileCols.
+template <typename K, int NR>
+inline void run_rows_nc(int nc, size_t nb, const uint8_t* w, size_t ws, const uint8_t* const* a,
+                        float* res) {
+  switch (nc) {
+    case 4: K::template run<NR, 4>(nb, w, ws, a, res); break;
+    case 3: K::template run<NR, 3>(nb, w, ws, a, res); break;
+    case 2: K::template run<NR, 2>(nb, w, ws, a, res); break;
+    default: K::template run<NR, 1>(nb, w, ws, a, res); break;
+  }
+}
+
+inline constexpr size_t kSumBlocks = 512;  // activation blocks per K chunk of a GEMV
+
+// Like gemm_tiles for kernels that take up to kMaxTileRows weight rows per pass:
+// K::run<NR, NC>(nb, w, w_stride, a_rows, res) sets res[c * kMaxTileRows + r] to the dot of
+// weight row r (at w + r * w_stride) with activation row c; several weight rows per pass let one
+// activation load (and scale conversion) serve them all. For nc = 1,
+// K::run_gemv(nb, w_row, a_row, sums) returns one dot, rows taken one at a time (each a single
+// linear stream, which the hardware prefetcher follows best). When K::kActSums, sums[ib] is the
+// sum of activation block ib (K::act_sums), computed once per call and K chunk of at most
+// kSumBlocks blocks (so the buffer lives on the stack); chunk results are added up.
+template <typename K>
+inline void gemm_rows(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr, const uint8_t* a,
+                      size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nb = static_cast<size_t>(n / K::kBlock);
+  if (nc == 1) {
+    int32_t sums[K::kActSums ? kSumBlocks : 1] = {};
+    const size_t kc = K::kActSums ? kSumBlocks : std::max<size_t>(1, nb);
+    for (size_t k0 = 0; k0 < nb || k0 == 0; k0 += kc) {
+      const size_t nbk = std::min(kc, nb - k0);
+      const uint8_t* ak = a + k0 * K::kActBytes;
+      if constexpr (K::kActSums) K::act_sums(nbk, ak, sums);
+      for (int64_t i = 0; i < nr; ++i) {
+        const float v =
+            K::run_gemv(nbk, w + static_cast<size_t>(i) * w_stride + k0 * K::kBlockBytes, ak, sums);
+        out[i] = k0 == 0 ? v : out[i] + v;
+      }
+    }
+    return;
+  }
+  int64_t chunk = static_cast<int64_t>((16u << 10) / std::max<size_t>(1, nb * K::kBlockBytes));
+  chunk = std::max<int64_t>(kMaxTileRows, chunk / kMaxTileRows * kMaxTileRows);
+  for (int64_t i0 = 0; i0 < nr; i0 += chunk) {
+    const int64_t i1 = std::min(nr, i0 + chunk);
+    for (int64_t j0 = 0; j0 < nc; j0 += kMaxTileCols) {
+      const int m = static_cast<int>(std::min<int64_t>(kMaxTileCols, nc - j0));
+      const uint8_t* rows[kMaxTileCols];
+      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(j0 + c) * a_stride;
+      float* o = out + static_cast<size_t>(j0) * out_stride;
+      for (int64_t i = i0; i < i1; i += kMaxTileRows) {
+        const int nrr = static_cast<int>(std::min<int64_t>(kMaxTileRows, i1 - i));
+        const uint8_t* wr = w + static_cast<size_t>(i) * w_stride;
+        float res[kMaxTileRows * kMaxTileCols];
+        switch (nrr) {
+          case 4: run_rows_nc<K, 4>(m, nb, wr, w_stride, rows, res); break;
+          case 3: run_rows_nc<K, 3>(m, nb, wr, w_stride, rows, res); break;
+          case 2: run_rows_nc<K, 2>(m, nb, wr, w_stride, rows, res); break;
+          default: run_rows_nc<K, 1>(m, nb, wr, w_stride, rows, res); break;
+        }
+        for (int c = 0; c < m; ++c) {
+          for (int r = 0; r < nrr; ++r) {
+            o[static_cast<size_t>(c) * out_stride + static_cast<size_t>(i + r)] =
+                res[c * kMaxTileRows + r];
+          }
+        }
       }
     }
   }

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +139,70 @@ TEST(DotKernels, PriorityTypesHaveSimdKernels) {
   }
 }
 
+// The SIMD activation quantizers on awkward inputs: exact .5 ties (round-half-away for Q8_0,
+// half-even for Q8_K), zero / NaN / Inf blocks, equal |max| of both signs (the first wins),
+// subnormal and tiny scales whose reciprocal overflows, huge values. Bytes must equal
+// quant::quantize_row's.
+TEST(DotKernels, ActivationQuantizationEdgeCasesMatchReference) {
+  constexpr size_t kB = 256;
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<std::vector<float>> cases;
+  auto pattern = [](float scale, uint32_t seed) {
+    auto g = gaussian(kB, 1.0f, seed);
+    for (auto& v : g) v *= scale;
+    return g;
+  };
+  {  // ties: |max| = 127 gives d = 1 (Q8_0, per 32) and iscale = +-1 (Q8_K)
+    std::vector<float> t(kB);
+    for (size_t i = 0; i < kB; ++i) {
+      t[i] = (i % 32 == 0) ? 127.0f : static_cast<float>(static_cast<int>(i % 61) - 30) + 0.5f;
+    }
+    cases.push_back(t);
+    for (auto& v : t) v = -v;
+    cases.push_back(t);
+  }
+  cases.push_back(std::vector<float>(kB, 0.0f));
+  cases.push_back(std::vector<float>(kB, -0.0f));
+  for (float special : {nan, inf, -inf}) {
+    auto t = pattern(1.0f, 7);
+    t[5] = special;
+    t[200] = special;
+    cases.push_back(t);
+  }
+  {  // equal |max| with both signs, in both orders
+    auto t = pattern(0.1f, 8);
+    t[3] = 3.0f;
+    t[40] = -3.0f;
+    t[100] = -3.0f;
+    t[101] = 3.0f;
+    cases.push_back(t);
+  }
+  for (float scale : {1e-39f, 1e-44f, 3e-38f, 1e-37f, 3e-37f, 1e-30f, 1e30f, 3e38f, 1.0f}) {
+    cases.push_back(pattern(scale, 9));
+  }
+  std::vector<float> x;
+  for (const auto& c : cases) x.insert(x.end(), c.begin(), c.end());
+  const size_t n = x.size();
+  for (GgmlType wt : {GgmlType::kQ8_0, GgmlType::kQ4_K}) {
+    const GgmlType at = quant::vec_dot_type(wt);
+    std::vector<uint8_t> want(row_bytes(at, n), 0);
+    ASSERT_TRUE(quant::quantize_row(at, x, want).ok());
+    for (Isa isa : available_isas()) {
+      const auto k = dot_kernels(wt, isa);
+      ASSERT_TRUE(k.has_value());
+      std::vector<uint8_t> got(want.size(), 0x5A);
+      k->quantize_act(x.data(), got.data(), static_cast<int64_t>(n));
+      for (size_t c = 0; c < cases.size(); ++c) {
+        const size_t rb = row_bytes(at, kB);
+        EXPECT_TRUE(
+            std::equal(got.begin() + c * rb, got.begin() + (c + 1) * rb, want.begin() + c * rb))
+            << ggml_type_name(at) << " " << isa_str(isa) << " case " << c;
+      }
+    }
+  }
+}
+
 // Weight rows of type t: quantized Gaussians where a reference quantizer exists, else random
 // blocks with sane f16 scales.
 std::vector<uint8_t> make_weights(GgmlType t, size_t rows, size_t n, size_t stride, uint32_t seed) {
@@ -163,16 +228,19 @@ std::vector<float> dequant(GgmlType t, const uint8_t* p, size_t n) {
   return out;
 }
 
-void check_type(GgmlType t) {
+void check_type(GgmlType t,
+                const std::vector<size_t>& ns_all = {32, 256, 512, 2048, 32 * 7, 256 * 3, 37, 2053,
+                                                     8, 0},
+                const std::vector<int64_t>& nrs = {1, 3, 8, 17},
+                const std::vector<int64_t>& ncs = {1, 2, 5, 16}) {
   const GgmlType at = quant::vec_dot_type(t);
   const size_t bs = traits(t).block_size;
-  const std::vector<size_t> ns_all = {32, 256, 512, 2048, 32 * 7, 256 * 3, 37, 2053, 8, 0};
   const std::vector<Isa> isas = available_isas();
   uint32_t seed = 1000 + static_cast<uint32_t>(t);
   for (size_t n : ns_all) {
     if (n % bs != 0 || (bs == 1 && n == 0)) continue;
-    for (int64_t nr : {1, 3, 8, 17}) {
-      for (int64_t nc : {1, 2, 5, 16}) {
+    for (int64_t nr : nrs) {
+      for (int64_t nc : ncs) {
         SCOPED_TRACE(std::string(ggml_type_name(t)) + " n=" + std::to_string(n) +
                      " nr=" + std::to_string(nr) + " nc=" + std::to_string(nc));
         const size_t wrb = row_bytes(t, n), arb = row_bytes(at, n);
@@ -226,6 +294,15 @@ void check_type(GgmlType t) {
         }
       }
     }
+  }
+}
+
+// Rows longer than the kernels' internal K chunks (e.g. the 512-block activation-sum chunks of
+// the 32-element GEMV paths): chunk results must add up.
+TEST(DotKernels, LongRowsMatchVecDotRef) {
+  for (GgmlType t :
+       {GgmlType::kQ4_0, GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_1, GgmlType::kQ4_K}) {
+    check_type(t, {32 * 1100, 256 * 130}, {1, 5}, {1, 3});
   }
 }
 
