@@ -192,6 +192,12 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     const LayerWeights& lw = w.layers[il];
     GENIEX_ASSIGN_OR_RETURN(NodeId h, b.rms_norm(x, lw.attn_norm));
     GENIEX_ASSIGN_OR_RETURN(h, attention_block(b, fg, cfg, lw, il, h, fg.positions, T));
+    if (il + 1 == cfg.n_layer && spec.n_outputs >= 0) {
+      // Past the last attention, tokens no longer interact: only the rows whose logits are
+      // wanted go through the last FFN and the LM head.
+      GENIEX_ASSIGN_OR_RETURN(h, b.op(OpKind::kGetRows, {h, fg.output_rows}));
+      GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kGetRows, {x, fg.output_rows}));
+    }
     if (cfg.has_post_norms) {
       GENIEX_ASSIGN_OR_RETURN(h, b.rms_norm(h, lw.post_attention_norm));
     }
@@ -205,9 +211,6 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kAdd, {x, h}));
   }
 
-  if (spec.n_outputs >= 0) {  // only the requested rows go through the (large) LM head
-    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kGetRows, {x, fg.output_rows}));
-  }
   GENIEX_ASSIGN_OR_RETURN(x, b.rms_norm(x, w.output_norm));
   GENIEX_ASSIGN_OR_RETURN(x, b.linear(x, w.output, w.output_b));
   if (cfg.final_logit_softcap > 0.0f) {
