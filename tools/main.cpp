@@ -5,6 +5,7 @@
 #include <exception>
 #include <vector>
 
+#include "cmd_bench.h"
 #include "cmd_inspect.h"
 #include "cmd_run.h"
 #include "cmd_tokenize.h"
@@ -25,7 +26,7 @@ int run_main(int argc, char** argv) {
   // One line per subcommand; later: serve, bench, quantize, convert.
   const std::vector<Command> commands = {
       register_run(app),      register_chat(app),       register_inspect(app),
-      register_tokenize(app), register_detokenize(app),
+      register_tokenize(app), register_detokenize(app), register_bench(app),
   };
 
   try {

@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""GenieX vs llama.cpp: prefill (pp) and decode (tg) speed on the same GGUF files.
+
+For each model and thread count, alternates rounds: `geniex bench ... --json` (ours, a
+subprocess), then llama.cpp (theirs, through llama-cpp-python's low-level API in this process,
+the library built from source with -march=native), then ours again, ... Each round loads the
+model, runs one untimed warm-up of each test and --reps timed repetitions. The ratio is
+ours / theirs of the medians over all repetitions (> 1: GenieX is faster).
+
+The tests are llama-bench's:
+  pp<P>  P random token ids decoded in one llama_decode from an empty KV cache (logits of the
+         last position only, like llama_batch_get_one).
+  tg<N>  N single-token llama_decode calls starting from an EMPTY cache (as llama-bench's tg),
+         each fed a random id. GenieX's tg also samples greedily between steps (argmax over the
+         vocabulary), which llama.cpp's does not: a small handicap for us.
+llama.cpp runs with llama_context_default_params (F16 KV cache, flash attention "auto", as
+llama-bench), n_ctx = P + N, n_batch = max(P, 512), n_ubatch = 512, no GPU layers.
+
+Also runs bench/stream_bandwidth (read/copy/triad GB/s at each thread count) and prints, per
+model, the decode bandwidth bound: bytes of weight tensors read per token / read bandwidth,
+and the fraction of it each engine reaches.
+
+Run with the venv that has llama_cpp and gguf:
+  ~/.cache/geniex-goldens/venv/bin/python bench/run_vs_llamacpp.py [--models F ...]
+      [--threads 1 2] [-p 512] [-n 128] [--reps 2] [--rounds 2] [--json-out results.json]
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import pathlib
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+HOME = pathlib.Path.home()
+BENCH_MODELS = pathlib.Path(os.environ.get("GENIEX_BENCH_MODELS", HOME / ".cache/geniex/bench-models"))
+DEFAULT_MODELS = [HOME / ".cache/geniex/models/gemma-3-270m-q4_k_m.gguf"] + [
+    BENCH_MODELS / f"{shape}-{q}.gguf"
+    for shape in ("smollm-135m", "llama-3.2-1b")
+    for q in ("q4_0", "q4_k_m", "q8_0")
+]
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- ours
+
+
+def run_ours(geniex: pathlib.Path, model: pathlib.Path, threads: int, p: int, n: int, reps: int) -> dict:
+    cmd = [str(geniex), "bench", "-m", str(model), "-t", str(threads), "-p", str(p), "-n", str(n),
+           "-r", str(reps), "--device", "cpu", "--json"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}: {r.stderr.strip()}")
+    j = json.loads(r.stdout)
+    return {"pp_ms": j["pp"]["samples_ms"] if j["pp"] else [],
+            "tg_ms": j["tg"]["samples_ms"] if j["tg"] else [],
+            "ttft_ms": j["ttft"]["samples_ms"] if j["ttft"] else [],
+            "peak_rss_bytes": j["peak_rss_bytes"], "placement": j["placement"]}
+
+
+# --------------------------------------------------------------------------- theirs
+
+_LLAMA_READY = False
+
+
+def _llama():
+    import llama_cpp
+
+    global _LLAMA_READY
+    if not _LLAMA_READY:
+        # Silence llama.cpp's loader chatter.
+        cb = llama_cpp.llama_log_callback(lambda level, text, user: None)
+        _llama._cb = cb  # keep alive
+        llama_cpp.llama_log_set(cb, ctypes.c_void_p())
+        llama_cpp.llama_backend_init()
+        _LLAMA_READY = True
+    return llama_cpp
+
+
+def run_theirs(model: pathlib.Path, threads: int, p: int, n: int, reps: int, seed: int) -> dict:
+    L = _llama()
+    mp = L.llama_model_default_params()
+    mp.n_gpu_layers = 0
+    m = L.llama_model_load_from_file(str(model).encode(), mp)
+    if not m:
+        raise RuntimeError(f"llama.cpp could not load {model}")
+    cp = L.llama_context_default_params()
+    cp.n_ctx = p + n
+    cp.n_batch = max(p, 512)
+    cp.n_ubatch = 512
+    cp.n_threads = threads
+    cp.n_threads_batch = threads
+    cp.no_perf = True
+    ctx = L.llama_init_from_model(m, cp)
+    if not ctx:
+        L.llama_model_free(m)
+        raise RuntimeError(f"llama.cpp could not create a context for {model}")
+    try:
+        n_vocab = L.llama_vocab_n_tokens(L.llama_model_get_vocab(m))
+        rng = random.Random(seed)
+        pp_ids = (L.llama_token * max(p, 1))(*[rng.randrange(n_vocab) for _ in range(max(p, 1))])
+        mem = L.llama_get_memory(ctx)
+        tok = (L.llama_token * 1)()
+
+        def pp() -> float:
+            L.llama_memory_clear(mem, True)
+            t0 = time.perf_counter()
+            if L.llama_decode(ctx, L.llama_batch_get_one(pp_ids, p)) != 0:
+                raise RuntimeError("llama_decode (pp) failed")
+            L.llama_synchronize(ctx)
+            return (time.perf_counter() - t0) * 1e3
+
+        def tg(count: int) -> float:
+            L.llama_memory_clear(mem, True)
+            t0 = time.perf_counter()
+            for _ in range(count):
+                tok[0] = rng.randrange(n_vocab)
+                if L.llama_decode(ctx, L.llama_batch_get_one(tok, 1)) != 0:
+                    raise RuntimeError("llama_decode (tg) failed")
+                L.llama_synchronize(ctx)
+            return (time.perf_counter() - t0) * 1e3
+
+        if p:
+            pp()  # warm-up
+        if n:
+            tg(min(n, 4))
+        out = {"pp_ms": [], "tg_ms": []}
+        for _ in range(reps):
+            if p:
+                out["pp_ms"].append(pp())
+            if n:
+                out["tg_ms"].append(tg(n))
+        return out
+    finally:
+        L.llama_free(ctx)
+        L.llama_model_free(m)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def weight_bytes(model: pathlib.Path) -> int:
+    """Bytes of all tensors: what one decode step reads (tied embeddings: the whole matrix
+    serves as the output projection; the one embedding row is noise)."""
+    import gguf
+
+    r = gguf.GGUFReader(str(model))
+    return int(sum(int(t.n_bytes) for t in r.tensors))
+
+
+def stream_bandwidth(binary: pathlib.Path, threads: list[int]) -> dict[int, dict]:
+    r = subprocess.run([str(binary), "--threads", ",".join(map(str, threads)), "--json"],
+                       capture_output=True, text=True, check=True)
+    return {x["threads"]: x for x in json.loads(r.stdout)["results"]}
+
+
+def tok_s(ms: list[float], n: int) -> float:
+    return statistics.median(n * 1000.0 / x for x in ms) if ms else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", nargs="+", type=pathlib.Path, default=DEFAULT_MODELS)
+    ap.add_argument("--geniex", type=pathlib.Path, default=REPO / "build/release/tools/geniex")
+    ap.add_argument("--stream", default=str(REPO / "build/release/bench/stream_bandwidth"),
+                    help="stream_bandwidth binary ('' to skip)")
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("-p", type=int, default=512, help="prompt tokens (pp test)")
+    ap.add_argument("-n", type=int, default=128, help="generated tokens (tg test)")
+    ap.add_argument("--reps", type=int, default=2, help="timed repetitions per round")
+    ap.add_argument("--rounds", type=int, default=2, help="alternations ours/theirs")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--json-out", type=pathlib.Path)
+    a = ap.parse_args()
+
+    bw = {}
+    if a.stream and pathlib.Path(a.stream).exists():
+        log(f"stream bandwidth ({a.stream}) ...")
+        bw = stream_bandwidth(pathlib.Path(a.stream), a.threads)
+    elif a.stream:
+        log(f"{a.stream} not built: no bandwidth numbers")
+
+    rows, failures = [], []
+    for model in a.models:
+        if not model.exists():
+            failures.append((str(model), "missing (run bench/make_shape_models.py)"))
+            continue
+        wbytes = weight_bytes(model)
+        for t in a.threads:
+            ours = {"pp_ms": [], "tg_ms": [], "ttft_ms": [], "peak_rss_bytes": 0}
+            theirs = {"pp_ms": [], "tg_ms": []}
+            err = None
+            for rnd in range(a.rounds):
+                log(f"{model.name} t={t} round {rnd + 1}/{a.rounds}: geniex ...")
+                try:
+                    o = run_ours(a.geniex, model, t, a.p, a.n, a.reps)
+                    for k in ("pp_ms", "tg_ms", "ttft_ms"):
+                        ours[k] += o[k]
+                    ours["peak_rss_bytes"] = max(ours["peak_rss_bytes"], o["peak_rss_bytes"])
+                except Exception as e:  # noqa: BLE001 - report, keep going
+                    err = f"geniex: {e}"
+                    break
+                log(f"{model.name} t={t} round {rnd + 1}/{a.rounds}: llama.cpp ...")
+                th = run_theirs(model, t, a.p, a.n, a.reps, a.seed + rnd)
+                for k in ("pp_ms", "tg_ms"):
+                    theirs[k] += th[k]
+            if err:
+                failures.append((f"{model.name} t={t}", err))
+                log(err)
+                continue
+            row = {
+                "model": model.name, "threads": t, "weight_bytes": wbytes,
+                "pp_ours": tok_s(ours["pp_ms"], a.p), "pp_theirs": tok_s(theirs["pp_ms"], a.p),
+                "tg_ours": tok_s(ours["tg_ms"], a.n), "tg_theirs": tok_s(theirs["tg_ms"], a.n),
+                "ttft_ours_ms": statistics.median(ours["ttft_ms"]) if ours["ttft_ms"] else None,
+                "peak_rss_ours_bytes": ours["peak_rss_bytes"],
+                "samples": {"ours": ours, "theirs": theirs},
+            }
+            row["pp_ratio"] = row["pp_ours"] / row["pp_theirs"]
+            row["tg_ratio"] = row["tg_ours"] / row["tg_theirs"]
+            if t in bw:
+                bound = bw[t]["read_gbs"] * 1e9 / wbytes
+                row["tg_bound"] = bound
+                row["tg_ours_frac"] = row["tg_ours"] / bound
+                row["tg_theirs_frac"] = row["tg_theirs"] / bound
+            rows.append(row)
+            log(f"  pp {row['pp_ours']:.1f} vs {row['pp_theirs']:.1f} ({row['pp_ratio']:.2f}x)  "
+                f"tg {row['tg_ours']:.2f} vs {row['tg_theirs']:.2f} ({row['tg_ratio']:.2f}x)")
+
+    print(f"\npp{a.p} / tg{a.n} (tg from an empty context), tok/s medians over {a.rounds} rounds x "
+          f"{a.reps} reps, alternating geniex / llama.cpp; ratio = geniex / llama.cpp\n")
+    print(f"| model | t | pp{a.p} geniex | pp{a.p} llama.cpp | pp ratio | tg{a.n} geniex | "
+          f"tg{a.n} llama.cpp | tg ratio | tg bound | geniex % of bound | llama.cpp % of bound | "
+          "geniex TTFT ms | geniex peak RSS MiB |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+    for r in rows:
+        b = (f"{r['tg_bound']:.1f} | {100 * r['tg_ours_frac']:.0f}% | {100 * r['tg_theirs_frac']:.0f}%"
+             if "tg_bound" in r else "- | - | -")
+        print(f"| {r['model']} | {r['threads']} | {r['pp_ours']:.1f} | {r['pp_theirs']:.1f} | "
+              f"{r['pp_ratio']:.2f} | {r['tg_ours']:.2f} | {r['tg_theirs']:.2f} | {r['tg_ratio']:.2f} | "
+              f"{b} | {r['ttft_ours_ms']:.0f} | {r['peak_rss_ours_bytes'] / 2**20:.0f} |")
+    if bw:
+        print("\nstream bandwidth (GB/s, best of 7, 256 MiB arrays):")
+        for t, x in sorted(bw.items()):
+            print(f"  {t} thread(s): read {x['read_gbs']:.2f}  copy {x['copy_gbs']:.2f}  triad {x['triad_gbs']:.2f}")
+        print("tg bound = read bandwidth / bytes of weight tensors (each read once per token)")
+    for what, why in failures:
+        print(f"FAILED {what}: {why}")
+    if a.json_out:
+        a.json_out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()},
+                                          "stream": bw, "rows": rows, "failures": failures}, indent=1))
+    try:
+        load = os.getloadavg()
+        print(f"\nload average at the end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} ({os.cpu_count()} CPUs)")
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    main()

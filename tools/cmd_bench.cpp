@@ -1,0 +1,342 @@
+// `geniex bench -m FILE [-t THREADS] [-p N] [-n N] [-r REPS] [--json]`
+//
+// Measures the two numbers llama-bench reports, on the same terms:
+//   pp<N>  prompt processing: N prompt tokens evaluated in one call from an empty context
+//          (tok/s = N / prefill time). The same runs give TTFT (call start to the first
+//          sampled token: prefill + one greedy sample).
+//   tg<N>  text generation: N tokens decoded one at a time starting from an EMPTY context, as
+//          llama-bench's tg does (a one-token prompt, then N-1 single-token steps: N forward
+//          passes; tok/s = N / total time, greedy sampling included).
+// Token ids are random but fixed (std::mt19937 seeded with --seed, uniform over the vocabulary),
+// so no tokenizer work is timed and every repetition evaluates the same ids. One untimed
+// warm-up of each test runs first; then --reps repetitions, each reported, plus the median.
+// Peak RSS is the process high-water mark (VmHWM; ru_maxrss where /proc is missing) after all
+// runs.
+//
+// --json prints one object:
+//   model, name, architecture, n_params, file_bytes, placement, device, threads, n_ctx, n_batch,
+//   seed, repetitions, load_ms,
+//   pp:   {n_tokens, samples_ms[], samples_tok_s[], median_ms, median_tok_s} or null (-p 0)
+//   tg:   {n_tokens, samples_ms[], samples_tok_s[], median_ms, median_tok_s} or null (-n 0)
+//   ttft: {n_prompt, samples_ms[], median_ms} or null (-p 0)
+//   peak_rss_bytes
+#include "cmd_bench.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "default_model.h"
+#include "geniex/geniex.hpp"
+
+namespace geniex::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct BenchOptions {
+  std::string model;
+  std::string device = "auto";
+  int32_t threads = 0;
+  int32_t n_prompt = 512;
+  int32_t n_gen = 128;
+  int32_t reps = 5;
+  int32_t ctx = 0;
+  int32_t batch = 512;
+  uint32_t seed = 42;
+  bool json = false;
+  bool verbose = false;
+};
+
+// Samples of one test and their summary.
+struct Series {
+  int32_t n_tokens = 0;
+  std::vector<double> ms;
+
+  [[nodiscard]] static double median_of(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    const size_t h = v.size() / 2;
+    return v.size() % 2 == 1 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+  }
+  [[nodiscard]] std::vector<double> tok_s() const {
+    std::vector<double> r;
+    r.reserve(ms.size());
+    for (double m : ms) r.push_back(m > 0 ? n_tokens * 1000.0 / m : 0.0);
+    return r;
+  }
+  [[nodiscard]] double median_ms() const { return median_of(ms); }
+  [[nodiscard]] double median_tok_s() const { return median_of(tok_s()); }
+};
+
+int fail(const std::string& what) {
+  std::fprintf(stderr, "geniex bench: %s\n", what.c_str());
+  return kExitError;
+}
+
+// VmHWM of /proc/self/status: this image's high-water mark. getrusage's ru_maxrss is the
+// fallback only: on Linux it survives execve, so it can report the parent's peak (e.g. a Python
+// runner's) instead of ours.
+int64_t peak_rss_bytes() {
+  if (std::FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    long long kib = -1;
+    while (std::fgets(line, sizeof(line), f) != nullptr) {
+      if (std::sscanf(line, "VmHWM: %lld kB", &kib) == 1) break;
+    }
+    std::fclose(f);
+    if (kib >= 0) return static_cast<int64_t>(kib) * 1024;
+  }
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux: kilobytes
+}
+
+std::vector<int32_t> random_tokens(std::mt19937& rng, int32_t n_vocab, int32_t n) {
+  std::uniform_int_distribution<int32_t> dist(0, n_vocab - 1);
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& t : v) t = dist(rng);
+  return v;
+}
+
+GenerationConfig greedy(int32_t max_tokens) {
+  GenerationConfig c;
+  c.max_tokens = max_tokens;
+  c.temperature = 0.0f;
+  c.top_k = 0;
+  c.top_p = 1.0f;
+  c.min_p = 0.0f;
+  c.ignore_eos = true;
+  c.seed = 0;
+  return c;
+}
+
+struct PpSample {
+  double prefill_ms = 0;
+  double ttft_ms = 0;
+};
+
+// N prompt tokens from an empty context, then one greedy sample (for TTFT).
+Result<PpSample> run_pp(Model& model, const std::vector<int32_t>& tokens) {
+  model.reset();
+  GENIEX_ASSIGN_OR_RETURN(Generation g,
+                          model.generate(std::span<const int32_t>(tokens), greedy(1)));
+  return PpSample{g.timings.prompt_ms, g.timings.ttft_ms};
+}
+
+// n forward passes of one token each from an empty context (a 1-token prompt + n-1 steps).
+Result<double> run_tg(Model& model, int32_t first_token, int32_t n) {
+  model.reset();
+  GENIEX_ASSIGN_OR_RETURN(Generation g,
+                          model.generate(std::span<const int32_t>(&first_token, 1), greedy(n)));
+  if (g.timings.generated_tokens != n) {
+    return Status(StatusCode::kInternal,
+                  "tg generated " + std::to_string(g.timings.generated_tokens) + " tokens, not " +
+                      std::to_string(n) +
+                      " (stop: " + std::string(stop_reason_name(g.stop_reason)) + ")");
+  }
+  return g.timings.prompt_ms + g.timings.generation_ms;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+void print_table(const BenchOptions& o, const ModelInfo& info, double load_ms,
+                 const std::optional<Series>& pp, const std::optional<Series>& tg,
+                 const std::optional<Series>& ttft) {
+  std::printf("model:     %s\n", info.path.c_str());
+  std::printf("           %s%s%s, %.1f M params, %.1f MiB\n", info.architecture.c_str(),
+              info.name.empty() ? "" : " / ", info.name.c_str(),
+              static_cast<double>(info.n_params) / 1e6,
+              static_cast<double>(info.file_bytes) / (1024.0 * 1024.0));
+  std::printf("placement: %s\n", info.placement.c_str());
+  std::printf("threads %d | ctx %d | batch %d | seed %u | load %.1f ms | %d reps after 1 warm-up\n",
+              info.n_threads, info.n_ctx, o.batch, o.seed, load_ms, o.reps);
+  std::printf("(tg starts from an empty context, like llama-bench; random fixed token ids)\n\n");
+
+  // Header: test, unit, median, then one column per repetition.
+  std::string head = "| test    | unit  |     median |";
+  std::string rule = "|---------|-------|-----------:|";
+  for (int32_t i = 0; i < o.reps; ++i) {
+    head += fmt("     rep %-2.0f |", static_cast<double>(i + 1));
+    rule += "-----------:|";
+  }
+  std::printf("%s\n%s\n", head.c_str(), rule.c_str());
+  auto row = [&](const std::string& test, const char* unit, double med,
+                 const std::vector<double>& samples) {
+    std::string line = "| " + test;
+    line.resize(std::max<size_t>(line.size(), 10), ' ');
+    line += std::string("| ") + unit;
+    line.resize(std::max<size_t>(line.size(), 18), ' ');
+    line += "| " + fmt("%10.2f", med) + " |";
+    for (double s : samples) line += " " + fmt("%10.2f", s) + " |";
+    std::printf("%s\n", line.c_str());
+  };
+  if (pp) row("pp" + std::to_string(pp->n_tokens), "tok/s", pp->median_tok_s(), pp->tok_s());
+  if (tg) row("tg" + std::to_string(tg->n_tokens), "tok/s", tg->median_tok_s(), tg->tok_s());
+  if (ttft) row("ttft" + std::to_string(ttft->n_tokens), "ms", ttft->median_ms(), ttft->ms);
+  std::printf("\npeak RSS: %.1f MiB\n", static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
+}
+
+Json series_json(const std::optional<Series>& s) {
+  if (!s) return nullptr;
+  return Json{{"n_tokens", s->n_tokens},
+              {"samples_ms", s->ms},
+              {"samples_tok_s", s->tok_s()},
+              {"median_ms", s->median_ms()},
+              {"median_tok_s", s->median_tok_s()}};
+}
+
+int run_bench(const BenchOptions& o) {
+  if (o.n_prompt == 0 && o.n_gen == 0) {
+    std::fprintf(stderr, "geniex bench: nothing to do: -p and -n are both 0\n");
+    return kExitUsage;
+  }
+  std::string path = o.model;
+  if (path.empty()) {
+    auto p = default_model_path();
+    if (!p.ok()) return fail(p.status().message());
+    path = *p;
+  }
+  auto device = Device::parse(o.device);
+  if (!device.ok()) {
+    std::fprintf(stderr, "geniex bench: %s\n", device.status().message().c_str());
+    return kExitUsage;
+  }
+  // Like llama-bench: the context holds the prompt and the generated tokens (and at least one
+  // more than either test needs).
+  const int32_t ctx =
+      o.ctx > 0 ? o.ctx : std::max({o.n_prompt + o.n_gen, o.n_prompt + 1, o.n_gen + 1});
+
+  ModelBuilder b(path);
+  b.with_device(*device).with_context_size(ctx).with_threads(o.threads).with_batch_size(o.batch);
+  if (o.verbose) {
+    b.with_log([](std::string_view line) {
+      std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
+    });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = b.build();
+  if (!model.ok()) return fail(path + ": " + model.status().message());
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const ModelInfo& info = model->info();
+  if (info.n_vocab <= 0) return fail(path + ": the model has no vocabulary size");
+
+  std::mt19937 rng(o.seed);
+  const std::vector<int32_t> pp_tokens = random_tokens(rng, info.n_vocab, o.n_prompt);
+  const int32_t tg_first = random_tokens(rng, info.n_vocab, 1)[0];
+
+  std::optional<Series> pp, tg, ttft;
+  if (o.n_prompt > 0) {
+    pp = Series{o.n_prompt, {}};
+    ttft = Series{o.n_prompt, {}};
+  }
+  if (o.n_gen > 0) tg = Series{o.n_gen, {}};
+
+  // Warm-up (untimed): page in the weights, size the buffers.
+  if (pp) {
+    auto w = run_pp(*model, pp_tokens);
+    if (!w.ok()) return fail("pp warm-up: " + w.status().message());
+  }
+  if (tg) {
+    auto w = run_tg(*model, tg_first, std::min<int32_t>(o.n_gen, 4));
+    if (!w.ok()) return fail("tg warm-up: " + w.status().message());
+  }
+  const bool progress = !o.json && isatty(STDERR_FILENO) != 0;
+  for (int32_t r = 0; r < o.reps; ++r) {
+    if (pp) {
+      auto s = run_pp(*model, pp_tokens);
+      if (!s.ok()) return fail("pp: " + s.status().message());
+      pp->ms.push_back(s->prefill_ms);
+      ttft->ms.push_back(s->ttft_ms);
+    }
+    if (tg) {
+      auto s = run_tg(*model, tg_first, o.n_gen);
+      if (!s.ok()) return fail("tg: " + s.status().message());
+      tg->ms.push_back(*s);
+    }
+    if (progress) std::fprintf(stderr, "\rgeniex bench: repetition %d/%d", r + 1, o.reps);
+  }
+  if (progress) std::fprintf(stderr, "\r%40s\r", "");
+
+  if (o.json) {
+    Json j;
+    j["model"] = info.path;
+    j["name"] = info.name;
+    j["architecture"] = info.architecture;
+    j["n_params"] = info.n_params;
+    j["file_bytes"] = info.file_bytes;
+    j["placement"] = info.placement;
+    j["device"] = o.device;
+    j["threads"] = info.n_threads;
+    j["n_ctx"] = info.n_ctx;
+    j["n_batch"] = o.batch;
+    j["seed"] = o.seed;
+    j["repetitions"] = o.reps;
+    j["load_ms"] = load_ms;
+    j["pp"] = series_json(pp);
+    j["tg"] = series_json(tg);
+    if (ttft) {
+      j["ttft"] = Json{
+          {"n_prompt", ttft->n_tokens}, {"samples_ms", ttft->ms}, {"median_ms", ttft->median_ms()}};
+    } else {
+      j["ttft"] = nullptr;
+    }
+    j["peak_rss_bytes"] = peak_rss_bytes();
+    std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
+  } else {
+    print_table(o, info, load_ms, pp, tg, ttft);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Command register_bench(CLI::App& parent) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* c = parent.add_subcommand(
+      "bench",
+      "Prefill (pp) and decode (tg) speed, TTFT and peak RSS, like llama-bench: one warm-up, "
+      "then the median of the repetitions. tg starts from an empty context.");
+  c->add_option("-m,--model", o->model, "GGUF model (default: Gemma 3 270M from scripts/setup.sh)");
+  c->add_option("-t,--threads", o->threads, "threads (0 = all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  c->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens of the pp test (0 = skip it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  c->add_option("-n,--n-gen", o->n_gen, "generated tokens of the tg test (0 = skip it)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  c->add_option("-r,--reps", o->reps, "timed repetitions of each test (>= 1)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, INT32_MAX));
+  c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
+  c->add_option("-c,--ctx", o->ctx, "context size (0 = n_prompt + n_gen)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  c->add_option("-b,--batch", o->batch, "prompt tokens per step")
+      ->capture_default_str()
+      ->check(CLI::Range(1, INT32_MAX));
+  c->add_option("--seed", o->seed, "seed of the random token ids")->capture_default_str();
+  c->add_flag("--json", o->json, "print one JSON object with every sample");
+  c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
+  return {c, [o] { return run_bench(*o); }};
+}
+
+}  // namespace geniex::cli
