@@ -7,6 +7,29 @@
 #include "models/forward_graph.h"
 
 namespace geniex {
+namespace {
+
+// Binds what one forward step over the cache reads and writes: the batch's tokens and positions
+// (slot i holds position i, so the positions are also the slots), the cache slots' positions,
+// the output rows, every weight, every layer's K/V cache and the logits.
+void bind_step(const models::ForwardGraph& fg, runtime::KvCache& cache,
+               std::span<const int32_t> tokens, std::span<const int32_t> pos,
+               std::span<const int32_t> kv_pos, std::span<const int32_t> rows,
+               std::span<float> logits, graph::Bindings& b) {
+  b.bind_input(fg.token_ids, tokens);
+  b.bind_input(fg.positions, pos);
+  b.bind_input(fg.kv_slots, pos);
+  b.bind_input(fg.kv_pos, kv_pos);
+  b.bind_input(fg.output_rows, rows);
+  models::bind_forward_weights(fg, b);
+  for (size_t il = 0; il < fg.k_cache.size(); ++il) {
+    b.bind_state(fg.k_cache[il], cache.type(), cache.k(il));
+    b.bind_state(fg.v_cache[il], cache.type(), cache.v(il));
+  }
+  b.bind_output(fg.logits, logits);
+}
+
+}  // namespace
 
 Status Model::Impl::check_tokens(std::span<const int32_t> tokens) const {
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -77,17 +100,7 @@ Result<std::vector<float>> Model::Impl::eval(std::span<const int32_t> tokens, bo
     }
 
     graph::Bindings b;
-    b.bind_input(fg->token_ids, tokens.subspan(off, static_cast<size_t>(t)));
-    b.bind_input(fg->positions, std::span<const int32_t>(pos));
-    b.bind_input(fg->kv_slots, std::span<const int32_t>(pos));  // slot i holds position i
-    b.bind_input(fg->kv_pos, std::span<const int32_t>(kv_pos));
-    b.bind_input(fg->output_rows, std::span<const int32_t>(rows));
-    models::bind_forward_weights(*fg, b);
-    for (size_t il = 0; il < fg->k_cache.size(); ++il) {
-      b.bind_state(fg->k_cache[il], cache->type(), cache->k(il));
-      b.bind_state(fg->v_cache[il], cache->type(), cache->v(il));
-    }
-    b.bind_output(fg->logits, dst);
+    bind_step(*fg, *cache, tokens.subspan(off, static_cast<size_t>(t)), pos, kv_pos, rows, dst, b);
     Status s = scheduler->run(fg->graph, b);
     if (!s.ok()) return rollback(s);
     cached.insert(cached.end(), tokens.begin() + static_cast<std::ptrdiff_t>(off),
@@ -120,18 +133,8 @@ Result<std::span<const float>> Model::Impl::decode_one(int32_t token) {
     step->bucket = bucket;
     step->kv_pos.assign(static_cast<size_t>(bucket), -1);
     step->logits.resize(config.n_vocab);
-    auto& b = step->bindings;
-    b.bind_input(step->fg.token_ids, std::span<const int32_t>(step->token));
-    b.bind_input(step->fg.positions, std::span<const int32_t>(step->pos));
-    b.bind_input(step->fg.kv_slots, std::span<const int32_t>(step->pos));
-    b.bind_input(step->fg.kv_pos, std::span<const int32_t>(step->kv_pos));
-    b.bind_input(step->fg.output_rows, std::span<const int32_t>(step->rows));
-    models::bind_forward_weights(step->fg, b);
-    for (size_t il = 0; il < step->fg.k_cache.size(); ++il) {
-      b.bind_state(step->fg.k_cache[il], cache->type(), cache->k(il));
-      b.bind_state(step->fg.v_cache[il], cache->type(), cache->v(il));
-    }
-    b.bind_output(step->fg.logits, std::span<float>(step->logits));
+    bind_step(step->fg, *cache, step->token, step->pos, step->kv_pos, step->rows, step->logits,
+              step->bindings);
     decode_step = std::move(step);
   }
   DecodeStep& st = *decode_step;

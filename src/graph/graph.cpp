@@ -251,28 +251,24 @@ NodeId Graph::push(Node node) {
   return static_cast<NodeId>(nodes_.size() - 1);
 }
 
-NodeId Graph::add_input(const TensorDesc& desc, std::string name) {
+NodeId Graph::add_leaf(NodeRole role, const TensorDesc& desc, std::string name) {
   Node n;
-  n.role = NodeRole::kInput;
+  n.role = role;
   n.desc = desc;
   n.name = std::move(name);
   return push(std::move(n));
+}
+
+NodeId Graph::add_input(const TensorDesc& desc, std::string name) {
+  return add_leaf(NodeRole::kInput, desc, std::move(name));
 }
 
 NodeId Graph::add_weight(const TensorDesc& desc, std::string name) {
-  Node n;
-  n.role = NodeRole::kWeight;
-  n.desc = desc;
-  n.name = std::move(name);
-  return push(std::move(n));
+  return add_leaf(NodeRole::kWeight, desc, std::move(name));
 }
 
 NodeId Graph::add_state(const TensorDesc& desc, std::string name) {
-  Node n;
-  n.role = NodeRole::kState;
-  n.desc = desc;
-  n.name = std::move(name);
-  return push(std::move(n));
+  return add_leaf(NodeRole::kState, desc, std::move(name));
 }
 
 Result<NodeId> Graph::add_op(OpKind kind, const std::vector<NodeId>& inputs, const OpParams& params,

@@ -66,6 +66,7 @@ class Graph {
 
  private:
   NodeId push(Node node);
+  NodeId add_leaf(NodeRole role, const TensorDesc& desc, std::string name);
   std::vector<Node> nodes_;
   uint64_t uid_ = 0;
 };
