@@ -1,0 +1,354 @@
+// KvManager: paging, prefix reuse, copy-on-write, sliding-window trimming, spill, shift and
+// state files — checked through the bytes the views point at.
+#include "runtime/kv_manager.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace geniex::runtime {
+namespace {
+
+constexpr int64_t kRow = 8;  // F32 elements per K/V row
+
+KvManagerSpec make_spec(int32_t n_layers, int32_t window_every = 0, int32_t window = 0) {
+  KvManagerSpec s;
+  s.type = GgmlType::kF32;
+  s.block_size = 4;
+  s.n_ctx = 64;
+  s.n_seq_max = 2;
+  s.n_batch = 8;
+  for (int32_t il = 0; il < n_layers; ++il) {
+    KvLayerSpec l;
+    l.k_row_elems = kRow;
+    l.v_row_elems = kRow;
+    l.sliding_window = window_every > 0 && il % window_every != 0 ? window : 0;
+    s.layers.push_back(l);
+  }
+  return s;
+}
+
+float* k_row(KvManager& m, int il, int32_t row) {
+  return reinterpret_cast<float*>(m.store(il).k_buffer().data()) + row * kRow;
+}
+float* v_row(KvManager& m, int il, int32_t row) {
+  return reinterpret_cast<float*>(m.store(il).v_buffer().data()) + row * kRow;
+}
+
+// Value a test writes for (layer, position): recognisable after any move.
+float tag(int il, int32_t pos, int e) { return static_cast<float>(il * 100000 + pos * 10 + e); }
+
+// One step: reserves `toks`, writes every layer's new rows with tags of their positions.
+void step(KvManager& m, KvManager::SeqId s, const std::vector<int32_t>& toks) {
+  ASSERT_TRUE(m.begin_step(s, toks).ok());
+  const auto pos = m.step_positions(s);
+  KvLayerView v;
+  for (int il = 0; il < static_cast<int>(m.spec().layers.size()); ++il) {
+    ASSERT_TRUE(m.layer_view(s, il, v).ok());
+    ASSERT_EQ(v.slots.size(), toks.size());
+    for (size_t t = 0; t < toks.size(); ++t) {
+      for (int e = 0; e < kRow; ++e) {
+        k_row(m, il, v.slots[t])[e] = tag(il, pos[t], e);
+        v_row(m, il, v.slots[t])[e] = -tag(il, pos[t], e);
+      }
+    }
+  }
+  m.end_step(s, true);
+}
+
+// Checks that layer il's view of s lists exactly positions [lo, hi) with their tags.
+void expect_view(KvManager& m, KvManager::SeqId s, int il, int32_t lo, int32_t hi,
+                 int32_t pos_shift = 0) {
+  ASSERT_TRUE(m.begin_step(s, std::vector<int32_t>{7}).ok());
+  KvLayerView v;
+  ASSERT_TRUE(m.layer_view(s, il, v).ok());
+  std::vector<int32_t> live;
+  for (size_t j = 0; j + 1 < v.rows.size(); ++j) {  // the last is the new token
+    if (v.pos[j] < 0) continue;
+    live.push_back(v.pos[j]);
+    EXPECT_EQ(k_row(m, il, v.rows[j])[3], tag(il, v.pos[j] + pos_shift, 3)) << "pos " << v.pos[j];
+    EXPECT_EQ(v_row(m, il, v.rows[j])[5], -tag(il, v.pos[j] + pos_shift, 5));
+  }
+  std::vector<int32_t> want(static_cast<size_t>(hi - lo));
+  std::iota(want.begin(), want.end(), lo);
+  EXPECT_EQ(live, want) << "layer " << il;
+  m.end_step(s, false);
+}
+
+std::vector<int32_t> range_tokens(int32_t n, int32_t base = 1000) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), base);
+  return t;
+}
+
+TEST(KvManager, StepsAppendAndMemoryGrowsWithUse) {
+  auto m = KvManager::create(make_spec(2));
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  auto s = (*m)->open_sequence();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*m)->stats().bytes_touched, 0);
+  step(**m, *s, range_tokens(6));
+  step(**m, *s, {5000});
+  EXPECT_EQ((*m)->n_tokens(*s), 7);
+  EXPECT_EQ((*m)->next_pos(*s), 7);
+  // 7 tokens = 2 blocks of 4 → 2 frames per layer, nothing more touched.
+  const auto st = (*m)->stats();
+  EXPECT_EQ(st.frames, 4);
+  EXPECT_EQ(st.bytes_touched, 4 * 4 * kRow * 4 * 2);
+  expect_view(**m, *s, 0, 0, 7);
+  expect_view(**m, *s, 1, 0, 7);
+}
+
+TEST(KvManager, ContextOverflowIsOutOfRangeAndChangesNothing) {
+  auto m = KvManager::create(make_spec(1));
+  ASSERT_TRUE(m.ok());
+  auto s = (*m)->open_sequence();
+  step(**m, *s, range_tokens(60));
+  Status st = (*m)->begin_step(*s, range_tokens(5));
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(st.message().find("context"), std::string::npos);
+  EXPECT_EQ((*m)->n_tokens(*s), 60);
+  expect_view(**m, *s, 0, 0, 60);
+}
+
+TEST(KvManager, SequencesAreLimited) {
+  auto m = KvManager::create(make_spec(1));
+  ASSERT_TRUE(m.ok());
+  ASSERT_TRUE((*m)->open_sequence().ok());
+  ASSERT_TRUE((*m)->open_sequence().ok());
+  auto third = (*m)->open_sequence();
+  EXPECT_EQ(third.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(KvManager, RolledBackStepLeavesNoTrace) {
+  auto m = KvManager::create(make_spec(1));
+  auto s = (*m)->open_sequence();
+  step(**m, *s, range_tokens(3));
+  const auto before = (*m)->stats();
+  ASSERT_TRUE((*m)->begin_step(*s, range_tokens(9)).ok());
+  (*m)->end_step(*s, false);
+  EXPECT_EQ((*m)->n_tokens(*s), 3);
+  EXPECT_EQ((*m)->stats().frames, before.frames);
+  expect_view(**m, *s, 0, 0, 3);
+}
+
+TEST(KvManager, PrefixCacheReusesBlocksOfAClosedSequence) {
+  auto m = KvManager::create(make_spec(2));
+  auto a = (*m)->open_sequence();
+  const auto prompt = range_tokens(10);
+  step(**m, *a, prompt);
+  (*m)->close_sequence(*a);
+  EXPECT_EQ((*m)->stats().blocks_cached, 2);  // two full blocks kept, the partial one freed
+
+  auto b = (*m)->open_sequence();
+  auto longer = prompt;
+  longer.push_back(77);
+  EXPECT_EQ((*m)->reuse_prefix(*b, longer), 8);  // two full blocks
+  EXPECT_EQ((*m)->stats().prefix_hits, 8);
+  expect_view(**m, *b, 0, 0, 8);
+  expect_view(**m, *b, 1, 0, 8);
+  // A different prompt finds nothing.
+  auto c = (*m)->open_sequence();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*m)->reuse_prefix(*c, range_tokens(10, 2000)), 0);
+}
+
+TEST(KvManager, CopyOnWriteKeepsTheSharedBlockIntact) {
+  auto m = KvManager::create(make_spec(1));
+  auto a = (*m)->open_sequence();
+  step(**m, *a, range_tokens(8));
+  auto b = (*m)->open_sequence();
+  // b shares a's two blocks (a is still open); its last prompt token must be evaluated again,
+  // so it writes cell 7 inside the shared second block: that block is copied first.
+  const auto p = range_tokens(8);
+  EXPECT_EQ((*m)->reuse_prefix(*b, p), 7);
+  ASSERT_TRUE((*m)->begin_step(*b, std::vector<int32_t>{p.back()}).ok());
+  KvLayerView v;
+  ASSERT_TRUE((*m)->layer_view(*b, 0, v).ok());
+  ASSERT_EQ(v.slots.size(), 1u);
+  k_row(**m, 0, v.slots[0])[3] = -1.0f;  // b's cell 7
+  (*m)->end_step(*b, true);
+  expect_view(**m, *a, 0, 0, 8);  // a's cell 7 still holds its tag
+  // b's first 7 cells came from a; cell 7 is b's own.
+  ASSERT_TRUE((*m)->begin_step(*b, std::vector<int32_t>{1}).ok());
+  ASSERT_TRUE((*m)->layer_view(*b, 0, v).ok());
+  EXPECT_EQ(k_row(**m, 0, v.rows[6])[3], tag(0, 6, 3));
+  EXPECT_EQ(k_row(**m, 0, v.rows[7])[3], -1.0f);
+  (*m)->end_step(*b, false);
+}
+
+TEST(KvManager, OwnPrefixIsKeptAndTruncatedOnDivergence) {
+  auto m = KvManager::create(make_spec(1));
+  auto s = (*m)->open_sequence();
+  step(**m, *s, range_tokens(9));
+  auto p = range_tokens(9);
+  p[5] = 1;
+  EXPECT_EQ((*m)->reuse_prefix(*s, p), 5);
+  EXPECT_EQ((*m)->n_tokens(*s), 5);
+  expect_view(**m, *s, 0, 0, 5);
+  // The same prompt again: all but the last token are reused.
+  step(**m, *s, std::vector<int32_t>(p.begin() + 5, p.end()));
+  EXPECT_EQ((*m)->reuse_prefix(*s, p), 8);
+}
+
+TEST(KvManager, SlidingLayersKeepOnlyTheirWindow) {
+  auto spec = make_spec(2, 2, 6);  // layer 1 has a window of 6
+  auto m = KvManager::create(spec);
+  ASSERT_TRUE(m.ok());
+  auto s = (*m)->open_sequence();
+  for (int i = 0; i < 40; ++i) step(**m, *s, {i});
+  // Next query is position 40: it sees positions > 34 in the window layer, but whole blocks
+  // are kept, so positions from 32 on (block 8) plus block 8's... blocks whose max pos <= 34
+  // are gone: [0, 36) except the block containing 35 (positions 32..35).
+  expect_view(**m, *s, 0, 0, 40);
+  expect_view(**m, *s, 1, 32, 40);
+  const auto st = (*m)->stats();
+  EXPECT_EQ(st.frames, 10 + 2);  // 10 blocks in the full layer, 2 in the window layer
+}
+
+TEST(KvManager, TruncatingBehindTrimmedWindowStartsOver) {
+  auto m = KvManager::create(make_spec(2, 2, 6));
+  auto s = (*m)->open_sequence();
+  for (int i = 0; i < 40; ++i) step(**m, *s, {i});
+  // Back to 20 tokens: layer 1 no longer has positions 15..19.
+  EXPECT_EQ((*m)->truncate(*s, 20), 0);
+  EXPECT_EQ((*m)->n_tokens(*s), 0);
+}
+
+TEST(KvManager, SpillKeepsEveryRowUnderABudget) {
+  auto spec = make_spec(3);
+  spec.n_seq_max = 1;
+  const size_t frame = 4 * kRow * 4 * 2;
+  spec.budget_bytes = 20 * frame;  // 20 frames for 3 layers x 16 blocks
+  spec.spill_dir = ::testing::TempDir();
+  auto m = KvManager::create(spec);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  auto s = (*m)->open_sequence();
+  for (int i = 0; i < 8; ++i) step(**m, *s, range_tokens(7, i * 7));
+  const auto st = (*m)->stats();
+  EXPECT_LE(st.frames_resident, 20);
+  EXPECT_GT(st.frames_spilled, 0);
+  EXPECT_GT(st.spill_writes, 0);
+  EXPECT_LE(st.bytes_touched, static_cast<int64_t>(20 * frame));
+  for (int il = 0; il < 3; ++il) expect_view(**m, *s, il, 0, 56);
+  EXPECT_GT((*m)->stats().spill_reads, 0);
+}
+
+TEST(KvManager, BudgetSmallerThanOneLayerIsAClearError) {
+  auto spec = make_spec(2);
+  spec.n_seq_max = 1;
+  spec.budget_bytes = 3 * 4 * kRow * 4 * 2;  // 3 frames: one layer of 64 tokens needs 16
+  spec.spill_dir = ::testing::TempDir();
+  auto m = KvManager::create(spec);
+  ASSERT_TRUE(m.ok());
+  auto s = (*m)->open_sequence();
+  ASSERT_TRUE((*m)->begin_step(*s, range_tokens(40)).ok());
+  KvLayerView v;
+  Status st = (*m)->layer_view(*s, 0, v);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.to_string();
+  EXPECT_NE(st.message().find("budget"), std::string::npos);
+  (*m)->end_step(*s, false);
+}
+
+TEST(KvManager, ShiftDropsTokensAndRotatesTheRest) {
+  auto m = KvManager::create(make_spec(1));
+  auto s = (*m)->open_sequence();
+  step(**m, *s, range_tokens(20));
+  int64_t rotated = 0;
+  auto rotate = [&](int il, uint8_t* rows, int64_t n, int32_t delta) -> Status {
+    EXPECT_EQ(delta, -6);
+    auto* f = reinterpret_cast<float*>(rows);
+    for (int64_t r = 0; r < n; ++r) {
+      for (int e = 0; e < kRow; ++e) {  // re-tag with the new position
+        const float old = f[r * kRow + e];
+        f[r * kRow + e] = old + static_cast<float>(delta * 10);
+      }
+    }
+    rotated += n;
+    (void)il;
+    return {};
+  };
+  ASSERT_TRUE((*m)->shift(*s, 4, 6, rotate).ok());
+  EXPECT_EQ(rotated, 10);
+  EXPECT_EQ((*m)->n_tokens(*s), 14);
+  EXPECT_EQ((*m)->next_pos(*s), 14);
+  const auto t = (*m)->tokens(*s);
+  EXPECT_EQ(t[3], 1003);
+  EXPECT_EQ(t[4], 1010);
+  // Positions 0..13 with tags matching them (rotated rows were re-tagged by -60).
+  ASSERT_TRUE((*m)->begin_step(*s, std::vector<int32_t>{7}).ok());
+  KvLayerView v;
+  ASSERT_TRUE((*m)->layer_view(*s, 0, v).ok());
+  std::vector<int32_t> live;
+  for (size_t j = 0; j + 1 < v.rows.size(); ++j) {
+    if (v.pos[j] < 0) continue;
+    live.push_back(v.pos[j]);
+    const float want = v.pos[j] < 4 ? tag(0, v.pos[j], 3) : tag(0, v.pos[j] + 6, 3) - 60.0f;
+    EXPECT_EQ(k_row(**m, 0, v.rows[j])[3], want) << v.pos[j];
+  }
+  EXPECT_EQ(live.size(), 14u);
+  EXPECT_EQ(v.pos.back(), 14);
+  (*m)->end_step(*s, false);
+}
+
+TEST(KvManager, SaveAndLoadRoundTrip) {
+  auto m = KvManager::create(make_spec(2, 2, 6));
+  auto s = (*m)->open_sequence();
+  for (int i = 0; i < 21; ++i) step(**m, *s, {i});
+  const std::string path = ::testing::TempDir() + "/kv_state.gxkv";
+  ASSERT_TRUE((*m)->save(*s, path, "model-a").ok());
+
+  auto m2 = KvManager::create(make_spec(2, 2, 6));
+  auto s2 = (*m2)->open_sequence();
+  Status st = (*m2)->load(*s2, path, "model-a");
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ((*m2)->n_tokens(*s2), 21);
+  expect_view(**m2, *s2, 0, 0, 21);
+  expect_view(**m2, *s2, 1, 16, 21);
+  // It continues like the original.
+  step(**m2, *s2, {21});
+  expect_view(**m2, *s2, 0, 0, 22);
+
+  // Another model's fingerprint, a flipped byte, a truncated file.
+  EXPECT_EQ((*m2)->load(*s2, path, "model-b").code(), StatusCode::kInvalidArgument);
+  std::vector<char> bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto write = [&](const std::vector<char>& b) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(b.data(), static_cast<std::streamsize>(b.size()));
+  };
+  auto flipped = bytes;
+  flipped[flipped.size() / 2] ^= 0x40;
+  write(flipped);
+  st = (*m2)->load(*s2, path, "model-a");
+  EXPECT_EQ(st.code(), StatusCode::kDataLoss) << st.to_string();
+  write(std::vector<char>(bytes.begin(), bytes.begin() + static_cast<long>(bytes.size() / 3)));
+  EXPECT_EQ((*m2)->load(*s2, path, "model-a").code(), StatusCode::kDataLoss);
+  write(std::vector<char>{'n', 'o', 'p', 'e'});
+  EXPECT_EQ((*m2)->load(*s2, path, "model-a").code(), StatusCode::kDataLoss);
+  EXPECT_EQ((*m2)->load(*s2, path + ".missing", "model-a").code(), StatusCode::kNotFound);
+  std::remove(path.c_str());
+}
+
+TEST(KvManager, QuantizedTypesNeedWholeBlockRows) {
+  auto spec = make_spec(1);
+  spec.type = GgmlType::kQ8_0;
+  EXPECT_EQ(KvManager::create(spec).status().code(), StatusCode::kInvalidArgument);  // 8 elems
+  spec.layers[0].k_row_elems = spec.layers[0].v_row_elems = 64;
+  auto m = KvManager::create(spec);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ((*m)->bytes_per_token(), 2u * 2u * 34u);
+}
+
+}  // namespace
+}  // namespace geniex::runtime
