@@ -39,6 +39,7 @@
 
 #include "default_model.h"
 #include "geniex/geniex.hpp"
+#include "kv_flags.h"
 
 namespace geniex::cli {
 namespace {
@@ -55,6 +56,8 @@ struct BenchOptions {
   int32_t ctx = 0;
   int32_t batch = 512;
   uint32_t seed = 42;
+  int32_t depth = 0;
+  KvOptions kv;
   bool json = false;
   bool verbose = false;
 };
@@ -135,16 +138,26 @@ Result<PpSample> run_pp(Model& model, const std::vector<int32_t>& tokens) {
   return PpSample{g.timings.prompt_ms, g.timings.ttft_ms};
 }
 
-// n forward passes of one token each from an empty context (a 1-token prompt + n-1 steps).
-Result<double> run_tg(Model& model, int32_t first_token, int32_t n) {
-  model.reset();
+// n forward passes of one token each after `depth` cached tokens (a 1-token prompt + n-1 steps);
+// depth 0 starts from an empty context. The depth tokens are evaluated by the warm-up and kept
+// in the cache across repetitions (each call reuses them and drops what the previous one added).
+Result<double> run_tg(Model& model, std::vector<int32_t> depth_tokens, int32_t first_token,
+                      int32_t n) {
+  if (depth_tokens.empty()) model.reset();
+  depth_tokens.push_back(first_token);
   GENIEX_ASSIGN_OR_RETURN(Generation g,
-                          model.generate(std::span<const int32_t>(&first_token, 1), greedy(n)));
+                          model.generate(std::span<const int32_t>(depth_tokens), greedy(n)));
   if (g.timings.generated_tokens != n) {
     return Status(StatusCode::kInternal,
                   "tg generated " + std::to_string(g.timings.generated_tokens) + " tokens, not " +
                       std::to_string(n) +
                       " (stop: " + std::string(stop_reason_name(g.stop_reason)) + ")");
+  }
+  const auto depth = static_cast<int32_t>(depth_tokens.size()) - 1;
+  if (depth > 0 && g.timings.cached_tokens != depth) {
+    return Status(StatusCode::kInternal, "tg at depth " + std::to_string(depth) + " found only " +
+                                             std::to_string(g.timings.cached_tokens) +
+                                             " tokens cached (run the warm-up first)");
   }
   return g.timings.prompt_ms + g.timings.generation_ms;
 }
@@ -166,7 +179,12 @@ void print_table(const BenchOptions& o, const ModelInfo& info, double load_ms,
   std::printf("placement: %s\n", info.placement.c_str());
   std::printf("threads %d | ctx %d | batch %d | seed %u | load %.1f ms | %d reps after 1 warm-up\n",
               info.n_threads, info.n_ctx, o.batch, o.seed, load_ms, o.reps);
-  std::printf("(tg starts from an empty context, like llama-bench; random fixed token ids)\n\n");
+  if (o.depth > 0) {
+    std::printf("(tg runs after %d cached tokens; kv %s; random fixed token ids)\n\n", o.depth,
+                o.kv.type.c_str());
+  } else {
+    std::printf("(tg starts from an empty context, like llama-bench; random fixed token ids)\n\n");
+  }
 
   // Header: test, unit, median, then one column per repetition.
   std::string head = "| test    | unit  |     median |";
@@ -220,10 +238,14 @@ int run_bench(const BenchOptions& o) {
   // Like llama-bench: the context holds the prompt and the generated tokens (and at least one
   // more than either test needs).
   const int32_t ctx =
-      o.ctx > 0 ? o.ctx : std::max({o.n_prompt + o.n_gen, o.n_prompt + 1, o.n_gen + 1});
+      o.ctx > 0 ? o.ctx : std::max({o.n_prompt + o.n_gen, o.n_prompt + 1, o.depth + o.n_gen + 1});
 
   ModelBuilder b(path);
   b.with_device(*device).with_context_size(ctx).with_threads(o.threads).with_batch_size(o.batch);
+  if (Status s = apply_kv_flags(o.kv, b); !s.ok()) {
+    std::fprintf(stderr, "geniex bench: %s\n", s.message().c_str());
+    return kExitUsage;
+  }
   if (o.verbose) {
     b.with_log([](std::string_view line) {
       std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -240,6 +262,7 @@ int run_bench(const BenchOptions& o) {
   std::mt19937 rng(o.seed);
   const std::vector<int32_t> pp_tokens = random_tokens(rng, info.n_vocab, o.n_prompt);
   const int32_t tg_first = random_tokens(rng, info.n_vocab, 1)[0];
+  const std::vector<int32_t> depth_tokens = random_tokens(rng, info.n_vocab, o.depth);
 
   std::optional<Series> pp, tg, ttft;
   if (o.n_prompt > 0) {
@@ -254,7 +277,7 @@ int run_bench(const BenchOptions& o) {
     if (!w.ok()) return fail("pp warm-up: " + w.status().message());
   }
   if (tg) {
-    auto w = run_tg(*model, tg_first, std::min<int32_t>(o.n_gen, 4));
+    auto w = run_tg(*model, depth_tokens, tg_first, std::min<int32_t>(o.n_gen, 4));
     if (!w.ok()) return fail("tg warm-up: " + w.status().message());
   }
   const bool progress = !o.json && isatty(STDERR_FILENO) != 0;
@@ -266,7 +289,11 @@ int run_bench(const BenchOptions& o) {
       ttft->ms.push_back(s->ttft_ms);
     }
     if (tg) {
-      auto s = run_tg(*model, tg_first, o.n_gen);
+      if (o.depth > 0 && pp) {  // pp reset the context: evaluate the depth again, untimed
+        auto w = run_tg(*model, depth_tokens, tg_first, 1);
+        if (!w.ok()) return fail("tg: " + w.status().message());
+      }
+      auto s = run_tg(*model, depth_tokens, tg_first, o.n_gen);
       if (!s.ok()) return fail("tg: " + s.status().message());
       tg->ms.push_back(*s);
     }
@@ -287,6 +314,9 @@ int run_bench(const BenchOptions& o) {
     j["n_ctx"] = info.n_ctx;
     j["n_batch"] = o.batch;
     j["seed"] = o.seed;
+    j["depth"] = o.depth;
+    j["kv_type"] = o.kv.type;
+    j["kv_budget"] = o.kv.budget;
     j["repetitions"] = o.reps;
     j["load_ms"] = load_ms;
     j["pp"] = series_json(pp);
@@ -334,6 +364,11 @@ Command register_bench(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::Range(1, INT32_MAX));
   c->add_option("--seed", o->seed, "seed of the random token ids")->capture_default_str();
+  c->add_option("-d,--depth", o->depth,
+                "tokens already in the context when tg starts (llama-bench -d; 0 = empty)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, INT32_MAX));
+  add_kv_flags(c, o->kv);
   c->add_flag("--json", o->json, "print one JSON object with every sample");
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
   return {c, [o] { return run_bench(*o); }};

@@ -16,6 +16,7 @@
 
 #include "default_model.h"
 #include "geniex/geniex.hpp"
+#include "kv_flags.h"
 
 namespace geniex::cli {
 namespace {
@@ -30,6 +31,9 @@ struct ModelOptions {
   int32_t threads = 0;
   int32_t batch = 512;
   bool verbose = false;
+  KvOptions kv;
+  std::string load_state;  ///< resume the context from this file before generating
+  std::string save_state;  ///< write the context here afterwards
 };
 
 struct SamplingOptions {
@@ -79,6 +83,10 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
   c->add_option("-t,--threads", o.threads, "threads (0 = all cores)")->capture_default_str();
   c->add_option("-b,--batch", o.batch, "prompt tokens per step")->capture_default_str();
   c->add_flag("-v,--verbose", o.verbose, "log placement decisions to stderr");
+  add_kv_flags(c, o.kv);
+  c->add_option("--load-state", o.load_state,
+                "resume the cached context saved by --save-state (same model and KV type)");
+  c->add_option("--save-state", o.save_state, "save the cached context to this file at the end");
 }
 
 void add_sampling_flags(CLI::App* c, SamplingOptions& o) {
@@ -126,6 +134,7 @@ Result<Model> load(const ModelOptions& o) {
   GENIEX_ASSIGN_OR_RETURN(Device device, Device::parse(o.device));
   ModelBuilder b(path);
   b.with_device(device).with_context_size(o.ctx).with_threads(o.threads).with_batch_size(o.batch);
+  GENIEX_TRY(apply_kv_flags(o.kv, b));
   if (o.verbose) {
     b.with_log([](std::string_view line) {
       std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -133,6 +142,7 @@ Result<Model> load(const ModelOptions& o) {
   }
   auto m = b.build();
   if (!m.ok()) return Status(m.status().code(), path + ": " + m.status().message());
+  if (!o.load_state.empty()) GENIEX_TRY(m->load_state(o.load_state));
   return m;
 }
 
@@ -184,6 +194,9 @@ int run_run(const RunOptions& o) {
   if (!gen.ok()) {
     if (!o.json) std::fputc('\n', stdout);
     return fail(gen.status().message());
+  }
+  if (!o.m.save_state.empty()) {
+    if (Status s = model->save_state(o.m.save_state); !s.ok()) return fail(s.message());
   }
   if (o.json) {
     const Timings& t = gen->timings;
@@ -247,6 +260,11 @@ int run_chat(const ChatOptions& o) {
       continue;
     }
     msgs.push_back({"assistant", gen->text});
+    if (!o.m.save_state.empty()) {
+      if (Status s = model->save_state(o.m.save_state); !s.ok()) {
+        std::fprintf(stderr, "geniex: %s\n", s.message().c_str());
+      }
+    }
     if (tty) std::fprintf(stderr, "[%s]\n", timings_line(*gen).c_str());
   }
   return kExitOk;

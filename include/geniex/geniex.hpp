@@ -47,8 +47,30 @@ class Device {
 
 /// Element type of the KV cache.
 enum class KvCacheType {
-  kF16,  ///< half the memory; llama.cpp's default (the default)
-  kF32,  ///< exact: no rounding of keys, values, queries or attention weights
+  kF16,   ///< half the memory; llama.cpp's default (the default)
+  kF32,   ///< exact: no rounding of keys, values, queries or attention weights
+  kQ8_0,  ///< 8.5 bits per value (llama.cpp's q8_0 cache; needs head_dim % 32 == 0)
+  kQ4_0,  ///< 4.5 bits per value (llama.cpp's q4_0 cache; needs head_dim % 32 == 0)
+};
+
+/// "f16", "f32", "q8_0", "q4_0" -> the type; anything else is kInvalidArgument.
+Result<KvCacheType> parse_kv_cache_type(std::string_view name);
+
+/// What happens when a generation fills the context window.
+enum class ContextOverflow {
+  kStop,   ///< generation ends with StopReason::kContextFull (the default; nothing is lost)
+  kShift,  ///< keep the first n_keep tokens, drop the oldest half of the rest, and go on
+};
+
+/// The KV cache's memory, for monitoring.
+struct KvStats {
+  int64_t bytes_per_token = 0;  ///< K+V bytes one cached token costs over all layers
+  int64_t blocks_in_use = 0;    ///< blocks held by the sequence(s)
+  int64_t blocks_cached = 0;    ///< blocks kept for prefix reuse only
+  int64_t bytes_resident = 0;   ///< KV bytes in memory
+  int64_t bytes_spilled = 0;    ///< KV bytes only in the spill file
+  int64_t prefix_hits = 0;      ///< prompt tokens served from the prefix cache (lifetime)
+  int32_t cached_tokens = 0;    ///< tokens of the current context
 };
 
 /// Why generation ended.
@@ -175,6 +197,17 @@ class Model {
   /// Forgets the cached context.
   void reset();
 
+  /// Writes the cached context (tokens and KV) to `path`, to resume later or in another process
+  /// (a versioned file with a checksum).
+  Status save_state(const std::string& path);
+  /// Replaces the cached context with a saved one; the next generate() whose prompt starts with
+  /// its tokens reuses them. kDataLoss for a corrupt or truncated file, kInvalidArgument for a
+  /// file from another model, KV type or version.
+  Status load_state(const std::string& path);
+  /// The tokens of the cached context.
+  [[nodiscard]] std::vector<int32_t> cached_tokens() const;
+  [[nodiscard]] KvStats kv_stats() const;
+
   [[nodiscard]] const ModelInfo& info() const;
 
  private:
@@ -198,6 +231,11 @@ class ModelBuilder {
   ModelBuilder& with_batch_size(int32_t n_batch);
   /// Element type of the KV cache (default F16).
   ModelBuilder& with_kv_cache_type(KvCacheType type);
+  /// Most bytes of KV kept in memory (default 0: no limit); beyond it the least recently used
+  /// blocks spill to a file in `spill_dir` (default $TMPDIR or /tmp) and come back when needed.
+  ModelBuilder& with_kv_budget(int64_t bytes, std::string spill_dir = {});
+  /// Policy when a generation fills the context (default kStop).
+  ModelBuilder& with_context_overflow(ContextOverflow policy, int32_t n_keep = 0);
   /// Receives log lines (placement decisions, fallbacks). Default: none.
   ModelBuilder& with_log(std::function<void(std::string_view)> log);
 
@@ -212,6 +250,10 @@ class ModelBuilder {
   int32_t n_threads_ = 0;
   int32_t n_batch_ = 512;
   KvCacheType kv_type_ = KvCacheType::kF16;
+  int64_t kv_budget_ = 0;
+  std::string spill_dir_;
+  ContextOverflow overflow_ = ContextOverflow::kStop;
+  int32_t n_keep_ = 0;
   std::function<void(std::string_view)> log_;
 };
 

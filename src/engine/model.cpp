@@ -41,8 +41,48 @@ Model::~Model() = default;
 const ModelInfo& Model::info() const { return impl_->info; }
 
 void Model::reset() {
-  impl_->cached.clear();
-  impl_->cache->truncate(0);
+  impl_->kv->truncate(impl_->seq, 0);
+  impl_->kv->clear_prefix_cache();
+}
+
+Status Model::save_state(const std::string& path) {
+  return impl_->kv->save(impl_->seq, path, impl_->state_fingerprint());
+}
+
+Status Model::load_state(const std::string& path) {
+  Status s = impl_->kv->load(impl_->seq, path, impl_->state_fingerprint());
+  if (!s.ok()) return s;
+  return impl_->check_tokens(impl_->kv->tokens(impl_->seq));
+}
+
+std::vector<int32_t> Model::cached_tokens() const {
+  const auto t = impl_->kv->tokens(impl_->seq);
+  return {t.begin(), t.end()};
+}
+
+KvStats Model::kv_stats() const {
+  const auto st = impl_->kv->stats();
+  KvStats k;
+  k.bytes_per_token = static_cast<int64_t>(impl_->kv->bytes_per_token());
+  k.blocks_in_use = st.blocks_in_use;
+  k.blocks_cached = st.blocks_cached;
+  k.bytes_resident = st.bytes_resident;
+  k.bytes_spilled =
+      st.frames_spilled > 0 && st.frames > 0
+          ? st.frames_spilled * (st.bytes_resident / std::max<int64_t>(1, st.frames_resident))
+          : 0;
+  k.prefix_hits = st.prefix_hits;
+  k.cached_tokens = impl_->kv->n_tokens(impl_->seq);
+  return k;
+}
+
+Result<KvCacheType> parse_kv_cache_type(std::string_view name) {
+  if (name == "f16") return KvCacheType::kF16;
+  if (name == "f32") return KvCacheType::kF32;
+  if (name == "q8_0") return KvCacheType::kQ8_0;
+  if (name == "q4_0") return KvCacheType::kQ4_0;
+  return invalid_argument("KV cache type '" + std::string(name) +
+                          "' (expected f16, f32, q8_0 or q4_0)");
 }
 
 bool Model::is_end_of_generation(int32_t token) const { return impl_->tok->is_eog(token); }
@@ -113,7 +153,7 @@ Result<Generation> Model::generate(std::span<const int32_t> prompt, const Genera
   }
   if (prompt.empty()) return invalid_argument("the prompt is empty (no tokens)");
   GENIEX_TRY(m.check_tokens(prompt));
-  const int32_t n_ctx = m.cache->capacity();
+  const int32_t n_ctx = m.n_ctx;
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     return out_of_range("the prompt is " + std::to_string(prompt.size()) +
                         " tokens but the context holds " + std::to_string(n_ctx) +
@@ -175,9 +215,12 @@ Result<Generation> Model::generate(std::span<const int32_t> prompt, const Genera
       gen.stop_reason = StopReason::kMaxTokens;
       break;
     }
-    if (m.cache->n_used() >= n_ctx) {
-      gen.stop_reason = StopReason::kContextFull;
-      break;
+    if (m.kv->n_tokens(m.seq) >= n_ctx) {
+      if (m.overflow != ContextOverflow::kShift) {
+        gen.stop_reason = StopReason::kContextFull;
+        break;
+      }
+      GENIEX_TRY(m.shift_context());
     }
     GENIEX_ASSIGN_OR_RETURN(logits, m.decode_one(token));
   }

@@ -1,5 +1,6 @@
 // ModelBuilder::build and the small public value types (Device, StopReason, Timings).
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <utility>
 
@@ -71,12 +72,32 @@ ModelBuilder& ModelBuilder::with_kv_cache_type(KvCacheType type) {
   kv_type_ = type;
   return *this;
 }
+ModelBuilder& ModelBuilder::with_kv_budget(int64_t bytes, std::string spill_dir) {
+  kv_budget_ = bytes;
+  spill_dir_ = std::move(spill_dir);
+  return *this;
+}
+ModelBuilder& ModelBuilder::with_context_overflow(ContextOverflow policy, int32_t n_keep) {
+  overflow_ = policy;
+  n_keep_ = n_keep;
+  return *this;
+}
 ModelBuilder& ModelBuilder::with_log(std::function<void(std::string_view)> log) {
   log_ = std::move(log);
   return *this;
 }
 
 namespace {
+
+GgmlType kv_ggml_type(KvCacheType t) {
+  switch (t) {
+    case KvCacheType::kF32: return GgmlType::kF32;
+    case KvCacheType::kQ8_0: return GgmlType::kQ8_0;
+    case KvCacheType::kQ4_0: return GgmlType::kQ4_0;
+    case KvCacheType::kF16: break;
+  }
+  return GgmlType::kF16;
+}
 
 runtime::DevicePreference preference_of(Device d) {
   switch (d.kind()) {
@@ -113,15 +134,35 @@ Result<Model> ModelBuilder::build() const {
   const int32_t n_ctx = cfg.context_length > 0
                             ? std::min<int32_t>(n_ctx_, static_cast<int32_t>(cfg.context_length))
                             : n_ctx_;
-  runtime::KvCacheSpec spec;
-  spec.n_ctx = n_ctx;
-  spec.type = kv_type_ == KvCacheType::kF32 ? GgmlType::kF32 : GgmlType::kF16;
-  for (uint32_t il = 0; il < cfg.n_layer; ++il) {
-    spec.k_row_elems.push_back(static_cast<int64_t>(cfg.n_embd_k_gqa(il)));
-    spec.v_row_elems.push_back(static_cast<int64_t>(cfg.n_embd_v_gqa(il)));
+  if (kv_budget_ < 0) return invalid_argument("KV budget must be >= 0 bytes");
+  if (n_keep_ < 0 || n_keep_ >= n_ctx / 2) {
+    return invalid_argument("context shift keeps " + std::to_string(n_keep_) +
+                            " tokens; it must be in [0, n_ctx / 2 = " + std::to_string(n_ctx / 2) +
+                            ")");
   }
-  GENIEX_ASSIGN_OR_RETURN(runtime::KvCache cache, runtime::KvCache::create(spec));
-  impl->cache.emplace(std::move(cache));
+  runtime::KvManagerSpec spec;
+  spec.n_ctx = n_ctx;
+  spec.n_batch = n_batch_;
+  spec.n_seq_max = 1;
+  spec.type = kv_ggml_type(kv_type_);
+  spec.budget_bytes = static_cast<size_t>(kv_budget_);
+  if (!spill_dir_.empty()) {
+    spec.spill_dir = spill_dir_;
+  } else if (const char* tmp = std::getenv("TMPDIR"); tmp != nullptr && *tmp != '\0') {
+    spec.spill_dir = tmp;
+  }
+  for (uint32_t il = 0; il < cfg.n_layer; ++il) {
+    runtime::KvLayerSpec l;
+    l.k_row_elems = static_cast<int64_t>(cfg.n_embd_k_gqa(il));
+    l.v_row_elems = static_cast<int64_t>(cfg.n_embd_v_gqa(il));
+    l.sliding_window = cfg.layer_is_sliding(il) ? static_cast<int32_t>(cfg.sliding_window) : 0;
+    spec.layers.push_back(l);
+  }
+  GENIEX_ASSIGN_OR_RETURN(impl->kv, runtime::KvManager::create(spec));
+  GENIEX_ASSIGN_OR_RETURN(impl->seq, impl->kv->open_sequence());
+  impl->n_ctx = n_ctx;
+  impl->overflow = overflow_;
+  impl->shift_keep = n_keep_;
 
   backends::CpuBackendOptions cpu_opts;
   cpu_opts.n_threads = n_threads_;
@@ -136,6 +177,8 @@ Result<Model> ModelBuilder::build() const {
                                                      }));
   impl->scheduler.emplace(std::move(sched));
   impl->n_batch = n_batch_;
+  impl->runner = std::make_unique<engine::StepRunner>(impl->config, impl->weights, *impl->scheduler,
+                                                      *impl->kv);
 
   ModelInfo& info = impl->info;
   info.path = path_;
@@ -157,8 +200,12 @@ Result<Model> ModelBuilder::build() const {
   {
     models::ForwardSpec fs;
     fs.n_tokens = 1;
-    fs.n_kv = 1;
     fs.n_outputs = 1;
+    fs.kv_type = spec.type;
+    for (uint32_t il = 0; il < cfg.n_layer; ++il) {
+      fs.kv_list.push_back(1);
+      fs.kv_state_rows.push_back(impl->kv->store(static_cast<int>(il)).n_rows());
+    }
     GENIEX_ASSIGN_OR_RETURN(auto fg, models::build_forward_graph(cfg, impl->weights, fs));
     GENIEX_ASSIGN_OR_RETURN(auto placement, impl->scheduler->place(fg.graph));
     info.placement = placement.stage + " -> " + placement.backend;

@@ -242,6 +242,7 @@ Status run_reference(const Graph& graph, const Bindings& b) {
   for (NodeId id = 0; id < n; ++id) {
     const Node& node = graph.node(id);
     if (node.role == NodeRole::kOp) {
+      GENIEX_TRY(BindingsAccess(b).run_hook(id));
       Status s = run_op(graph, v, id);
       if (!s.ok()) {
         return Status(s.code(),

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 
@@ -30,6 +31,10 @@ class Bindings {
   }
   /// Where to copy node `id`'s F32 result (any node, usually an op).
   void bind_output(NodeId id, std::span<float> data) { out_[id] = data; }
+  /// Runs `fn` right before op `id` executes (e.g. to page a layer's KV cache in and fill the
+  /// I32 inputs that address it: bound spans are read when their consumers run). A failing hook
+  /// fails the run.
+  void add_hook(NodeId id, std::function<Status()> fn) { hooks_[id] = std::move(fn); }
 
  private:
   friend Status run_reference(const Graph& graph, const Bindings& bindings);
@@ -47,6 +52,7 @@ class Bindings {
   std::unordered_map<NodeId, Weight> weights_;
   std::unordered_map<NodeId, std::span<float>> out_;
   std::unordered_map<NodeId, State> states_;
+  std::unordered_map<NodeId, std::function<Status()>> hooks_;
 };
 
 /// Read access to a Bindings for executors other than run_reference (backends).
@@ -58,6 +64,12 @@ class BindingsAccess {
   [[nodiscard]] const auto& weights() const { return b_.weights_; }
   [[nodiscard]] const auto& outputs() const { return b_.out_; }
   [[nodiscard]] const auto& states() const { return b_.states_; }
+  /// Runs node id's hook, if any.
+  [[nodiscard]] Status run_hook(NodeId id) const {
+    auto it = b_.hooks_.find(id);
+    return it == b_.hooks_.end() ? Status{} : it->second();
+  }
+  [[nodiscard]] bool has_hooks() const { return !b_.hooks_.empty(); }
 
  private:
   const Bindings& b_;

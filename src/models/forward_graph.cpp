@@ -98,13 +98,15 @@ Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& 
   ap.attn.causal = true;
   ap.attn.sliding_window = cfg.layer_is_sliding(il) ? static_cast<int32_t>(cfg.sliding_window) : 0;
   ap.attn.softcap = cfg.attn_logit_softcap;
-  NodeId k_pos = pos;
+  std::vector<NodeId> attn_in = {q, k, v, pos, pos};
   if (!fg.k_cache.empty()) {  // write this batch into the cache, attend over the cache
-    GENIEX_ASSIGN_OR_RETURN(k, b.op(OpKind::kCacheWrite, {fg.k_cache[il], k, fg.kv_slots}));
-    GENIEX_ASSIGN_OR_RETURN(v, b.op(OpKind::kCacheWrite, {fg.v_cache[il], v, fg.kv_slots}));
-    k_pos = fg.kv_pos;
+    GENIEX_ASSIGN_OR_RETURN(k, b.op(OpKind::kCacheWrite, {fg.k_cache[il], k, fg.kv_slots[il]}));
+    fg.cache_write.push_back(k);
+    GENIEX_ASSIGN_OR_RETURN(v, b.op(OpKind::kCacheWrite, {fg.v_cache[il], v, fg.kv_slots[il]}));
+    attn_in = {q, k, v, pos, fg.kv_pos[il], fg.kv_rows[il]};
+    if (!fg.kv_seg.empty()) attn_in.push_back(fg.kv_seg[il]);
   }
-  GENIEX_ASSIGN_OR_RETURN(NodeId a, b.op(OpKind::kAttention, {q, k, v, pos, k_pos}, ap));
+  GENIEX_ASSIGN_OR_RETURN(NodeId a, b.op(OpKind::kAttention, attn_in, ap));
   GENIEX_ASSIGN_OR_RETURN(a, b.reshape(a, dv * n_head, T));
   return b.linear(a, lw.attn_output, lw.attn_output_b);
 }
@@ -150,25 +152,34 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
 
   fg.token_ids = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "token_ids");
   fg.positions = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "positions");
-  if (spec.n_kv > 0) {
-    if (spec.n_kv < n_tokens) {
-      return invalid_argument("build_forward_graph: n_kv " + std::to_string(spec.n_kv) +
-                              " is smaller than the batch (" + std::to_string(n_tokens) + ")");
+  if (!spec.kv_list.empty()) {
+    if (spec.kv_list.size() != cfg.n_layer || spec.kv_state_rows.size() != cfg.n_layer) {
+      return invalid_argument("build_forward_graph: the KV lists need one entry per layer (" +
+                              std::to_string(cfg.n_layer) + ")");
     }
-    if (spec.kv_type != GgmlType::kF16 && spec.kv_type != GgmlType::kF32) {
-      return unimplemented("build_forward_graph: KV cache type " +
-                           std::string(ggml_type_name(spec.kv_type)) + " (F16 or F32 only)");
-    }
-    fg.kv_slots = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "kv_slots");
-    fg.kv_pos = fg.graph.add_input(graph::make_desc(GgmlType::kI32, spec.n_kv), "kv_pos");
     for (uint32_t il = 0; il < cfg.n_layer; ++il) {
+      const std::string l = "." + std::to_string(il);
+      const int64_t n_list = spec.kv_list[il];
+      const int64_t rows = spec.kv_state_rows[il];
+      if (n_list < 1 || rows < 1) {
+        return invalid_argument("build_forward_graph: layer " + std::to_string(il) +
+                                " has an empty KV list or state");
+      }
+      fg.kv_slots.push_back(
+          fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "kv_slots" + l));
+      fg.kv_rows.push_back(
+          fg.graph.add_input(graph::make_desc(GgmlType::kI32, n_list), "kv_rows" + l));
+      fg.kv_pos.push_back(
+          fg.graph.add_input(graph::make_desc(GgmlType::kI32, n_list), "kv_pos" + l));
+      if (spec.segments) {
+        fg.kv_seg.push_back(
+            fg.graph.add_input(graph::make_desc(GgmlType::kI32, 2, T), "kv_seg" + l));
+      }
       const int64_t n_kv_head = cfg.n_head_kv_at(il);
-      fg.k_cache.push_back(
-          fg.graph.add_state(graph::make_desc(spec.kv_type, cfg.head_dim_k, n_kv_head, spec.n_kv),
-                             "cache_k." + std::to_string(il)));
-      fg.v_cache.push_back(
-          fg.graph.add_state(graph::make_desc(spec.kv_type, cfg.head_dim_v, n_kv_head, spec.n_kv),
-                             "cache_v." + std::to_string(il)));
+      fg.k_cache.push_back(fg.graph.add_state(
+          graph::make_desc(spec.kv_type, cfg.head_dim_k, n_kv_head, rows), "cache_k" + l));
+      fg.v_cache.push_back(fg.graph.add_state(
+          graph::make_desc(spec.kv_type, cfg.head_dim_v, n_kv_head, rows), "cache_v" + l));
     }
   }
   fg.n_outputs = spec.n_outputs < 0 ? n_tokens : spec.n_outputs;

@@ -24,12 +24,16 @@ struct WeightBinding {
 /// What one forward step computes.
 struct ForwardSpec {
   int32_t n_tokens = 1;  ///< new tokens in this step
-  /// 0: no KV cache — attention sees only this batch. > 0: every layer writes the batch's K/V
-  /// into its cache (state nodes [head_dim, n_kv_head, n_kv], type `kv_type`) at the slots of
-  /// input `kv_slots`, and attends over cache slots [0, n_kv) whose positions are `kv_pos`
-  /// (-1 = empty slot).
-  int32_t n_kv = 0;
+  /// Empty: no KV cache — attention sees only this batch. Else the paged cache, per layer: every
+  /// layer writes the batch's K/V into its state (nodes [head_dim, n_kv_head, kv_state_rows[il]],
+  /// type `kv_type`) at rows `kv_slots[il]`, and attends over a list of kv_list[il] entries:
+  /// state rows `kv_rows[il]` holding positions `kv_pos[il]` (-1 = padding, never read).
+  std::vector<int32_t> kv_list;
+  std::vector<int64_t> kv_state_rows;  ///< per layer (with kv_list)
   GgmlType kv_type = GgmlType::kF16;
+  /// With kv_list: the batch holds several sequences; per layer, input `kv_seg` [2, n_tokens]
+  /// gives each token the [begin, end) range of the attended list that belongs to its sequence.
+  bool segments = false;
   /// < 0: logits for every token. Else logits for `n_outputs` rows picked by input
   /// `output_rows` (e.g. just the last token while generating).
   int32_t n_outputs = -1;
@@ -38,14 +42,16 @@ struct ForwardSpec {
 /// A forward graph over `n_tokens` tokens; positions are an input, so any offset works.
 struct ForwardGraph {
   graph::Graph graph;
-  graph::NodeId token_ids = 0;         ///< input I32 [n_tokens]
-  graph::NodeId positions = 0;         ///< input I32 [n_tokens]
-  graph::NodeId logits = 0;            ///< F32 [n_vocab, n_outputs] (row-major by token)
-  graph::NodeId kv_slots = 0;          ///< input I32 [n_tokens] (cache slot of each new token)
-  graph::NodeId kv_pos = 0;            ///< input I32 [n_kv] (position held by each cache slot)
-  graph::NodeId output_rows = 0;       ///< input I32 [n_outputs] when n_outputs >= 0
-  std::vector<graph::NodeId> k_cache;  ///< per layer: state node of the K cache
-  std::vector<graph::NodeId> v_cache;  ///< per layer: state node of the V cache
+  graph::NodeId token_ids = 0;    ///< input I32 [n_tokens]
+  graph::NodeId positions = 0;    ///< input I32 [n_tokens]
+  graph::NodeId logits = 0;       ///< F32 [n_vocab, n_outputs] (row-major by token)
+  graph::NodeId output_rows = 0;  ///< input I32 [n_outputs] when n_outputs >= 0
+  /// Per layer (with a KV cache): inputs I32 kv_slots [n_tokens] (state row of each new token),
+  /// kv_rows and kv_pos [kv_list[il]], kv_seg [2, n_tokens] (with spec.segments); the K and V
+  /// state nodes; the layer's first CacheWrite (run hooks that page the layer's cache in there).
+  std::vector<graph::NodeId> kv_slots, kv_rows, kv_pos, kv_seg;
+  std::vector<graph::NodeId> k_cache, v_cache;
+  std::vector<graph::NodeId> cache_write;
   int32_t n_tokens = 0;
   int32_t n_outputs = 0;  ///< rows of `logits`
   uint32_t n_vocab = 0;

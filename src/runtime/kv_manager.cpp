@@ -143,6 +143,12 @@ void KvManager::close_sequence(SeqId seq) {
   s = Sequence{};
 }
 
+void KvManager::clear_prefix_cache() {
+  for (size_t b = 0; b < impl_->blocks.size(); ++b) {
+    if (impl_->blocks[b].live && impl_->blocks[b].refs == 0) free_block(static_cast<int32_t>(b));
+  }
+}
+
 int32_t KvManager::n_tokens(SeqId seq) const {
   return static_cast<int32_t>(seq_ref(seq).tokens.size());
 }
@@ -455,6 +461,25 @@ Status KvManager::layer_view(SeqId seq, int il, KvLayerView& view) {
                           std::to_string(il));
   }
   return {};
+}
+
+int32_t KvManager::layer_view_size(SeqId seq, int il) const {
+  const Sequence& s = seq_ref(seq);
+  const int32_t B = spec_.block_size;
+  int32_t n = 0;
+  for (size_t ti = 0; ti < s.table.size(); ++ti) {
+    const int32_t b = s.table[ti];
+    if (b < 0 || impl_->blocks[sz(b)].handle[sz(il)] < 0) continue;
+    n += std::min(B, s.n_cells() - static_cast<int32_t>(ti) * B);
+  }
+  return n;
+}
+
+bool KvManager::spills() const {
+  for (const auto& st : stores_) {
+    if (st->spills()) return true;
+  }
+  return false;
 }
 
 void KvManager::end_step(SeqId seq, bool ok) {

@@ -92,6 +92,9 @@ class KvManager {
   /// Releases the sequence; its full blocks stay in the prefix cache (if enabled).
   void close_sequence(SeqId seq);
 
+  /// Frees every block only the prefix cache holds.
+  void clear_prefix_cache();
+
   [[nodiscard]] int32_t n_tokens(SeqId seq) const;
   [[nodiscard]] std::span<const int32_t> tokens(SeqId seq) const;
   /// Position the next token of the sequence gets.
@@ -111,6 +114,10 @@ class KvManager {
   Status begin_step(SeqId seq, std::span<const int32_t> tokens);
   /// Fills `view` for layer il of the pending step (pages frames in and pins them).
   Status layer_view(SeqId seq, int il, KvLayerView& view);
+  /// How many entries layer_view(seq, il) lists (without paging anything in).
+  [[nodiscard]] int32_t layer_view_size(SeqId seq, int il) const;
+  /// Whether frames may be spilled (then views must be taken right before each layer runs).
+  [[nodiscard]] bool spills() const;
   /// Positions of the pending step's new tokens.
   [[nodiscard]] std::span<const int32_t> step_positions(SeqId seq) const;
   /// Commits (ok) or rolls back the pending step; unpins; trims sliding layers; registers full

@@ -356,6 +356,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
 Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
   const graph::BindingsAccess b(bindings);
   const size_t n = g.size();
+  const bool hooks = b.has_hooks();
   vals_.assign(n, Val{});
   for (auto& [id, dst] : b.outputs()) {
     if (id >= n) return invalid_argument("output binding names missing node " + std::to_string(id));
@@ -391,6 +392,7 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
       GENIEX_ASSIGN_OR_RETURN(vals_[id].f, f32_of(g, node.inputs[0]));
       continue;
     }
+    if (hooks) GENIEX_TRY(b.run_hook(id));
     Status s = run_op(g, id, out);
     if (!s.ok()) {
       return Status(s.code(),

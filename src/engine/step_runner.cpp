@@ -1,0 +1,182 @@
+// StepRunner: builds (or reuses) the forward graph of a batch and fills its KV addressing.
+#include "engine/step_runner.h"
+
+#include <algorithm>
+#include <string>
+
+namespace geniex::engine {
+namespace {
+
+size_t sz(int64_t v) { return static_cast<size_t>(v); }
+
+constexpr int32_t kBucket = 256;  // KV list entries per bucket
+constexpr size_t kMaxGraphs = 6;  // cached step graphs
+
+int32_t bucket(int32_t n) { return (n + kBucket - 1) / kBucket * kBucket; }
+
+}  // namespace
+
+struct StepRunner::Step {
+  std::vector<int32_t> key;
+  models::ForwardGraph fg;
+  graph::Bindings b;
+  std::vector<int32_t> tokens, pos, out_rows;
+  std::vector<std::vector<int32_t>> slots, rows, kpos, seg;  // per layer
+  std::vector<float> logits;
+  std::span<const StepItem> items;  // of the run in progress (read by hooks)
+  runtime::KvLayerView view;
+  uint64_t last_use = 0;
+};
+
+StepRunner::StepRunner(const models::ModelConfig& config, const models::ModelWeights& weights,
+                       runtime::Scheduler& scheduler, runtime::KvManager& kv)
+    : config_(config), weights_(weights), scheduler_(scheduler), kv_(kv) {}
+StepRunner::~StepRunner() = default;
+
+Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, int32_t n_tokens,
+                                               int32_t n_out) {
+  const auto n_layer = static_cast<int>(config_.n_layer);
+  const bool segments = items.size() > 1;
+  std::vector<int32_t> key = {n_tokens, n_out, segments ? 1 : 0};
+  for (int il = 0; il < n_layer; ++il) {
+    int32_t n = 0;
+    for (const auto& it : items) n += kv_.layer_view_size(it.seq, il);
+    key.push_back(bucket(n));
+  }
+  for (auto& st : steps_) {
+    if (st->key == key) {
+      st->last_use = ++clock_;
+      return st.get();
+    }
+  }
+  models::ForwardSpec spec;
+  spec.n_tokens = n_tokens;
+  spec.n_outputs = n_out;
+  spec.kv_type = kv_.spec().type;
+  spec.segments = segments;
+  for (int il = 0; il < n_layer; ++il) {
+    spec.kv_list.push_back(key[sz(3 + il)]);
+    spec.kv_state_rows.push_back(kv_.store(il).n_rows());
+  }
+  GENIEX_ASSIGN_OR_RETURN(auto fg, models::build_forward_graph(config_, weights_, spec));
+  auto st = std::make_unique<Step>();
+  st->key = std::move(key);
+  st->fg = std::move(fg);
+  st->tokens.resize(sz(n_tokens));
+  st->pos.resize(sz(n_tokens));
+  st->out_rows.resize(sz(n_out));
+  st->logits.resize(sz(n_out) * config_.n_vocab);
+  st->slots.resize(sz(n_layer));
+  st->rows.resize(sz(n_layer));
+  st->kpos.resize(sz(n_layer));
+  st->seg.resize(sz(n_layer));
+  graph::Bindings& b = st->b;
+  const models::ForwardGraph& g = st->fg;
+  b.bind_input(g.token_ids, std::span<const int32_t>(st->tokens));
+  b.bind_input(g.positions, std::span<const int32_t>(st->pos));
+  b.bind_input(g.output_rows, std::span<const int32_t>(st->out_rows));
+  models::bind_forward_weights(g, b);
+  for (int il = 0; il < n_layer; ++il) {
+    const auto l = sz(il);
+    st->slots[l].resize(sz(n_tokens));
+    st->rows[l].resize(sz(spec.kv_list[l]));
+    st->kpos[l].resize(sz(spec.kv_list[l]));
+    b.bind_input(g.kv_slots[l], std::span<const int32_t>(st->slots[l]));
+    b.bind_input(g.kv_rows[l], std::span<const int32_t>(st->rows[l]));
+    b.bind_input(g.kv_pos[l], std::span<const int32_t>(st->kpos[l]));
+    if (segments) {
+      st->seg[l].resize(2 * sz(n_tokens));
+      b.bind_input(g.kv_seg[l], std::span<const int32_t>(st->seg[l]));
+    }
+    b.bind_state(g.k_cache[l], kv_.spec().type, kv_.store(il).k_buffer());
+    b.bind_state(g.v_cache[l], kv_.spec().type, kv_.store(il).v_buffer());
+    if (kv_.spills()) {
+      Step* sp = st.get();
+      b.add_hook(g.cache_write[l], [this, sp, il] { return fill_layer(*sp, sp->items, il); });
+    }
+  }
+  b.bind_output(g.logits, std::span<float>(st->logits));
+  st->last_use = ++clock_;
+  ++graphs_built_;
+  if (steps_.size() >= kMaxGraphs) {
+    auto oldest = std::min_element(steps_.begin(), steps_.end(), [](const auto& a, const auto& c) {
+      return a->last_use < c->last_use;
+    });
+    steps_.erase(oldest);
+  }
+  steps_.push_back(std::move(st));
+  return steps_.back().get();
+}
+
+Status StepRunner::fill_layer(Step& st, std::span<const StepItem> items, int il) {
+  const auto l = sz(il);
+  auto& rows = st.rows[l];
+  auto& kpos = st.kpos[l];
+  auto& slots = st.slots[l];
+  size_t n = 0, t = 0;
+  for (const auto& it : items) {
+    GENIEX_TRY(kv_.layer_view(it.seq, il, st.view));
+    if (n + st.view.rows.size() > rows.size() || t + st.view.slots.size() > slots.size()) {
+      return internal_error("step: KV view of layer " + std::to_string(il) + " outgrew its graph");
+    }
+    std::copy(st.view.rows.begin(), st.view.rows.end(), rows.begin() + static_cast<long>(n));
+    std::copy(st.view.pos.begin(), st.view.pos.end(), kpos.begin() + static_cast<long>(n));
+    std::copy(st.view.slots.begin(), st.view.slots.end(), slots.begin() + static_cast<long>(t));
+    if (!st.seg[l].empty()) {
+      for (size_t k = 0; k < it.tokens.size(); ++k) {
+        st.seg[l][2 * (t + k)] = static_cast<int32_t>(n);
+        st.seg[l][2 * (t + k) + 1] = static_cast<int32_t>(n + st.view.rows.size());
+      }
+    }
+    n += st.view.rows.size();
+    t += it.tokens.size();
+  }
+  std::fill(rows.begin() + static_cast<long>(n), rows.end(), 0);
+  std::fill(kpos.begin() + static_cast<long>(n), kpos.end(), -1);
+  return {};
+}
+
+Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) {
+  if (items.empty()) return invalid_argument("step: no sequences");
+  size_t begun = 0;
+  auto rollback = [&](Status s) {
+    for (size_t i = 0; i < begun; ++i) kv_.end_step(items[i].seq, false);
+    return s;
+  };
+  int32_t n_tokens = 0, n_out = 0;
+  for (const auto& it : items) {
+    Status s = kv_.begin_step(it.seq, it.tokens);
+    if (!s.ok()) return rollback(s);
+    ++begun;
+    n_tokens += static_cast<int32_t>(it.tokens.size());
+    n_out += it.all_logits ? static_cast<int32_t>(it.tokens.size()) : 1;
+  }
+  auto stp = step_for(items, n_tokens, n_out);
+  if (!stp.ok()) return rollback(stp.status());
+  Step& st = **stp;
+  st.items = items;
+  size_t t = 0, o = 0;
+  for (const auto& it : items) {
+    const auto pos = kv_.step_positions(it.seq);
+    for (size_t k = 0; k < it.tokens.size(); ++k) {
+      st.tokens[t + k] = it.tokens[k];
+      st.pos[t + k] = pos[k];
+      if (it.all_logits) st.out_rows[o++] = static_cast<int32_t>(t + k);
+    }
+    t += it.tokens.size();
+    if (!it.all_logits) st.out_rows[o++] = static_cast<int32_t>(t - 1);
+  }
+  if (!kv_.spills()) {
+    for (int il = 0; il < static_cast<int>(config_.n_layer); ++il) {
+      Status s = fill_layer(st, items, il);
+      if (!s.ok()) return rollback(s);
+    }
+  }
+  Status s = scheduler_.run(st.fg.graph, st.b);
+  st.items = {};
+  if (!s.ok()) return rollback(s);
+  for (const auto& it : items) kv_.end_step(it.seq, true);
+  return std::span<const float>(st.logits);
+}
+
+}  // namespace geniex::engine

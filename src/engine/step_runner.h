@@ -1,0 +1,60 @@
+// StepRunner: one forward pass over the paged KV cache for one or more sequences.
+//
+// Each item appends its tokens to its sequence (KvManager::begin_step), every layer writes the
+// new K/V into the sequence's blocks and attends over the sequence's cells (several sequences in
+// one batch attend only over their own segment of the list). Graphs are cached by shape: KV
+// lists are padded to buckets of 256 entries (padding has position -1 and is never read), so one
+// graph, its placement and its memory plan serve many consecutive decode steps.
+// With a KV budget that spills, each layer's view is taken by a hook right before the layer's
+// first CacheWrite, so only that layer's frames must be resident while it runs.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "models/forward_graph.h"
+#include "models/model_config.h"
+#include "models/model_weights.h"
+#include "runtime/kv_manager.h"
+#include "runtime/scheduler.h"
+
+namespace geniex::engine {
+
+struct StepItem {
+  runtime::KvManager::SeqId seq = 0;
+  std::span<const int32_t> tokens;
+  bool all_logits = false;  ///< logits for every token, else only for the last
+};
+
+class StepRunner {
+ public:
+  StepRunner(const models::ModelConfig& config, const models::ModelWeights& weights,
+             runtime::Scheduler& scheduler, runtime::KvManager& kv);
+  ~StepRunner();
+
+  /// Runs the items as one batch. Returns the logits, n_vocab floats per output row: per item
+  /// in order, every token's row (all_logits) or its last token's row. Valid until the next
+  /// run. On error every sequence is rolled back to where it was.
+  Result<std::span<const float>> run(std::span<const StepItem> items);
+
+  /// Graphs built so far (for tests: reuse across decode steps).
+  [[nodiscard]] int64_t graphs_built() const { return graphs_built_; }
+
+ private:
+  struct Step;
+  Result<Step*> step_for(std::span<const StepItem> items, int32_t n_tokens, int32_t n_out);
+  Status fill_layer(Step& st, std::span<const StepItem> items, int il);
+
+  const models::ModelConfig& config_;
+  const models::ModelWeights& weights_;
+  runtime::Scheduler& scheduler_;
+  runtime::KvManager& kv_;
+  std::vector<std::unique_ptr<Step>> steps_;  ///< most recently used first
+  int64_t graphs_built_ = 0;
+  uint64_t clock_ = 0;
+};
+
+}  // namespace geniex::engine

@@ -1,0 +1,29 @@
+// KV-cache flags shared by run, chat, bench and serve: --kv-type, --kv-budget, --spill-dir,
+// --ctx-overflow, --keep.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+
+#include "geniex/geniex.hpp"
+
+namespace geniex::cli {
+
+struct KvOptions {
+  std::string type = "f16";
+  std::string budget;  ///< e.g. "64M", "1G", "1048576"; empty = no budget
+  std::string spill_dir;
+  std::string overflow = "stop";
+  int32_t keep = 0;
+};
+
+void add_kv_flags(CLI::App* c, KvOptions& o);
+
+/// Applies the options to `b`; kInvalidArgument for a bad type, size or policy.
+Status apply_kv_flags(const KvOptions& o, ModelBuilder& b);
+
+/// "64M" -> 67108864 (K, M, G suffixes, powers of 1024; optional trailing "B" / "iB").
+Result<int64_t> parse_size(const std::string& text);
+
+}  // namespace geniex::cli
