@@ -92,22 +92,47 @@ Result<TensorDesc> infer_rope(const std::vector<TensorDesc>& in, const OpParams&
   return x;
 }
 
+// States and CacheWrite results hold K/V as F32, F16 or a block type attention can read.
+bool is_kv_type(GgmlType t) { return t == kF32 || t == GgmlType::kF16; }
+
+// Q8_0 / Q4_0 rows are whole 32-element blocks per head (each head's row is dotted alone).
+Status expect_kv_blocks(OpKind kind, const std::vector<TensorDesc>& in, size_t i,
+                        const char* what) {
+  const GgmlType t = in[i].dtype;
+  if (t != GgmlType::kQ8_0 && t != GgmlType::kQ4_0) return {};
+  const int64_t block = static_cast<int64_t>(traits(t).block_size);
+  if (in[i].ne[0] % block != 0) {
+    return bad(kind, in,
+               std::string(what) + " head_dim " + std::to_string(in[i].ne[0]) +
+                   " is not a multiple of " + std::to_string(block) + " (the " +
+                   std::string(ggml_type_name(t)) + " block size)");
+  }
+  return {};
+}
+
 Result<TensorDesc> infer_attention(const std::vector<TensorDesc>& in, const OpParams& p) {
   constexpr OpKind kind = OpKind::kAttention;
-  GENIEX_TRY(expect_inputs(kind, in, 5, 5));
-  const char* names[] = {"q", "k", "v", "q_pos", "k_pos"};
-  for (size_t i = 0; i < 5; ++i) {
-    // k and v may come from an F16 KV cache (a state or a CacheWrite result).
-    if ((i == 1 || i == 2) && in[i].dtype == GgmlType::kF16) continue;
+  GENIEX_TRY(expect_inputs(kind, in, 5, 7));
+  const char* names[] = {"q", "k", "v", "q_pos", "k_pos", "k_rows", "q_seg"};
+  for (size_t i = 0; i < in.size(); ++i) {
+    // k and v may come from an F16 / Q8_0 / Q4_0 KV cache (a state or a CacheWrite result).
+    if ((i == 1 || i == 2) && is_kv_type(in[i].dtype)) continue;
     GENIEX_TRY(expect_type(kind, in, i, i < 3 ? kF32 : kI32, names[i]));
   }
   const TensorDesc &q = in[0], &k = in[1], &v = in[2];
+  const bool k_quant = k.dtype == GgmlType::kQ8_0 || k.dtype == GgmlType::kQ4_0;
+  const bool v_quant = v.dtype == GgmlType::kQ8_0 || v.dtype == GgmlType::kQ4_0;
+  if (k_quant != v_quant) {
+    return bad(kind, in, "k and v must both be Q8_0/Q4_0 or both F32/F16");
+  }
+  GENIEX_TRY(expect_kv_blocks(kind, in, 1, "k"));
+  GENIEX_TRY(expect_kv_blocks(kind, in, 2, "v"));
   if (q.ne[3] != 1 || k.ne[3] != 1 || v.ne[3] != 1) {
     return bad(kind, in, "q, k, v must be 3-D [head_dim, n_heads, n_tokens]");
   }
   if (k.ne[0] != q.ne[0]) return bad(kind, in, "k head_dim must equal q head_dim");
   if (v.ne[1] != k.ne[1] || v.ne[2] != k.ne[2]) {
-    return bad(kind, in, "v must have the same n_kv_head and n_kv as k");
+    return bad(kind, in, "v must have the same n_kv_head and rows as k");
   }
   if (q.ne[1] % k.ne[1] != 0) {
     return bad(kind, in,
@@ -115,7 +140,18 @@ Result<TensorDesc> infer_attention(const std::vector<TensorDesc>& in, const OpPa
                    std::to_string(k.ne[1]));
   }
   if (!is_vector(in[3]) || in[3].ne[0] != q.ne[2]) return bad(kind, in, "q_pos must be [n_q]");
-  if (!is_vector(in[4]) || in[4].ne[0] != k.ne[2]) return bad(kind, in, "k_pos must be [n_kv]");
+  if (!is_vector(in[4])) return bad(kind, in, "k_pos must be 1-D [n_kv]");
+  const int64_t n_kv = in[4].ne[0];
+  if (in.size() == 5 && n_kv != k.ne[2]) {
+    return bad(kind, in, "k_pos must be [n_kv] with n_kv = the rows of k (no k_rows given)");
+  }
+  if (in.size() >= 6 && (!is_vector(in[5]) || in[5].ne[0] != n_kv)) {
+    return bad(kind, in, "k_rows must be [n_kv], the length of k_pos");
+  }
+  if (in.size() == 7 &&
+      (in[6].ne[0] != 2 || in[6].ne[1] != q.ne[2] || in[6].ne[2] != 1 || in[6].ne[3] != 1)) {
+    return bad(kind, in, "q_seg must be [2, n_q] (begin, end per query)");
+  }
   if (p.attn.sliding_window < 0 || p.attn.softcap < 0.0f || !std::isfinite(p.attn.scale)) {
     return bad(kind, in, "sliding_window and softcap must be >= 0 and scale finite");
   }

@@ -1,6 +1,9 @@
 // Shape inference and validation of Graph::add_op.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "graph/graph.h"
 
 namespace geniex::graph {
@@ -107,6 +110,44 @@ TEST(GraphShape, AttentionGqaAndOutputShape) {
   EXPECT_NE(bad.status().message().find("not a multiple of n_kv_head"), std::string::npos);
   EXPECT_FALSE(g.add_op(OpKind::kAttention, {q, k, v, kp, kp}).ok());   // q_pos length
   EXPECT_FALSE(g.add_op(OpKind::kAttention, {q, k, k4, qp, kp}).ok());  // v heads differ
+}
+
+TEST(GraphShape, AttentionPagedInputs) {
+  // k / v hold 9 state rows; the key list has 5 entries (k_pos, k_rows) for 3 queries.
+  Graph g;
+  NodeId q = g.add_input(make_desc(kF32, 16, 4, 3), "q");
+  NodeId k = g.add_input(make_desc(kF32, 16, 2, 9), "k");
+  NodeId v = g.add_input(make_desc(kF32, 8, 2, 9), "v");
+  NodeId qp = g.add_input(make_desc(kI32, 3), "qp");
+  NodeId kp = g.add_input(make_desc(kI32, 5), "kp");
+  NodeId rows = g.add_input(make_desc(kI32, 5), "rows");
+  NodeId seg = g.add_input(make_desc(kI32, 2, 3), "seg");
+  NodeId rows4 = g.add_input(make_desc(kI32, 4), "rows4");
+  NodeId frows = g.add_input(make_desc(kF32, 5), "frows");
+  NodeId seg_t = g.add_input(make_desc(kI32, 3, 2), "seg_t");
+  NodeId seg_flat = g.add_input(make_desc(kI32, 6), "seg_flat");
+  NodeId fseg = g.add_input(make_desc(kF32, 2, 3), "fseg");
+  auto a6 = g.add_op(OpKind::kAttention, {q, k, v, qp, kp, rows});
+  ASSERT_TRUE(a6.ok()) << a6.status().to_string();
+  EXPECT_EQ(g.node(*a6).desc, make_desc(kF32, 8, 4, 3));
+  auto a7 = g.add_op(OpKind::kAttention, {q, k, v, qp, kp, rows, seg});
+  ASSERT_TRUE(a7.ok()) << a7.status().to_string();
+  EXPECT_EQ(g.node(*a7).desc, make_desc(kF32, 8, 4, 3));
+  auto expect_bad = [&](const std::vector<NodeId>& in, const std::string& needle) {
+    auto r = g.add_op(OpKind::kAttention, in);
+    ASSERT_FALSE(r.ok()) << needle;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(needle), std::string::npos) << r.status().to_string();
+  };
+  // Without k_rows the list is the rows of k: 5 positions for 9 rows is an error.
+  expect_bad({q, k, v, qp, kp}, "k_pos must be [n_kv]");
+  expect_bad({q, k, v, qp}, "expects 5..7 inputs, got 4");
+  expect_bad({q, k, v, qp, kp, rows, seg, seg}, "expects 5..7 inputs, got 8");
+  expect_bad({q, k, v, qp, kp, rows4}, "k_rows must be [n_kv]");
+  expect_bad({q, k, v, qp, kp, frows}, "k_rows must be I32");
+  expect_bad({q, k, v, qp, kp, rows, seg_t}, "q_seg must be [2, n_q]");
+  expect_bad({q, k, v, qp, kp, rows, seg_flat}, "q_seg must be [2, n_q]");
+  expect_bad({q, k, v, qp, kp, rows, fseg}, "q_seg must be I32");
 }
 
 TEST(GraphShape, BinaryBroadcastRules) {

@@ -18,8 +18,10 @@ enum class OpKind : uint8_t {
   kMatMul,      ///< {w [K, N] any vec_dot type, x [K, M, B2, B3]} -> [N, M, B2, B3]
   kRmsNorm,     ///< {x} or {x, w [ne0]}: x / sqrt(mean(x^2) + eps) (* w, fused when given)
   kRope,        ///< {x [d, H, T], pos [T] I32} or {.., freq_factors [n_dims/2]} -> [d, H, T]
-  kAttention,   ///< {q [d, Hq, Tq], k [d, Hkv, Tk], v [dv, Hkv, Tk], q_pos [Tq], k_pos [Tk]}
-                ///<   -> [dv, Hq, Tq]
+  kAttention,   ///< {q [d, Hq, Tq], k [d, Hkv, S], v [dv, Hkv, S], q_pos [Tq], k_pos [Tk]
+                ///<  (, k_rows [Tk] (, q_seg [2, Tq]))} -> [dv, Hq, Tq]. Key j is row k_rows[j]
+                ///<   of k / v (without k_rows: row j, and S == Tk); query i sees only keys j in
+                ///<   [q_seg[0, i], q_seg[1, i]) (see README.md)
   kSoftmax,     ///< {x}: softmax over ne[0] of x * scale (scale defaults to 1)
   kGelu,        ///< {x}: tanh-approximated GELU (HF gelu_pytorch_tanh, ggml GELU)
   kSilu,        ///< {x}: x * sigmoid(x)

@@ -151,6 +151,62 @@ TEST(RefAttention, MaskedWeightsAreExactlyZero) {
   for (float o : out) EXPECT_EQ(o, 0.0f);
 }
 
+TEST(RefAttention, PagedRowsAndSegmentsEqualEachSequenceGathered) {
+  // Two sequences in one call over 8 state rows (d = 4, one kv head): A's keys (positions 0..2)
+  // at rows 6, 1, 4; B's (positions 0, 1) at rows 6 (a prefix shared with A) and 0. Rows no
+  // sequence uses hold NaN.
+  const int64_t d = 4, n_rows = 8;
+  const auto q = random_vec(size_t(d * 2 * 3), 50);  // 2 heads, 3 queries (A: 2, B: 1)
+  auto k = random_vec(size_t(d * n_rows), 51);
+  auto v = random_vec(size_t(d * n_rows), 52);
+  for (int64_t r : {2, 3, 5, 7}) {
+    for (int64_t i = 0; i < d; ++i) k[size_t(r * d + i)] = v[size_t(r * d + i)] = NAN;
+  }
+  const std::vector<int32_t> k_rows = {6, 1, 4, 6, 0};
+  const std::vector<int32_t> k_pos = {0, 1, 2, 0, 1};
+  const std::vector<int32_t> q_pos = {1, 2, 1};
+  const std::vector<int32_t> q_seg = {0, 3, 0, 3, 3, 5};
+  AttentionParams p;
+  p.scale = 0.5f;
+  ref::AttentionDims dims{d, d, 2, 1, 3, 5, n_rows};
+  std::vector<float> out(size_t(d * 2 * 3));
+  ASSERT_TRUE(ref::attention(q, k, v, dims, q_pos, k_pos, p, {k_rows, q_seg}, out).ok());
+  // Each sequence alone over its gathered rows.
+  auto gather = [&](const std::vector<float>& src, std::vector<int32_t> rows) {
+    std::vector<float> g;
+    for (int32_t r : rows) g.insert(g.end(), src.begin() + r * d, src.begin() + (r + 1) * d);
+    return g;
+  };
+  struct Seq {
+    std::vector<int32_t> rows, k_pos, q_pos;
+    size_t q0, nq;
+  };
+  for (const Seq& s : {Seq{{6, 1, 4}, {0, 1, 2}, {1, 2}, 0, 2}, Seq{{6, 0}, {0, 1}, {1}, 2, 1}}) {
+    const auto n = static_cast<int64_t>(s.rows.size());
+    const auto nq = static_cast<int64_t>(s.nq);
+    std::vector<float> qs(q.begin() + long(s.q0 * 2 * d), q.begin() + long((s.q0 + s.nq) * 2 * d));
+    std::vector<float> want(size_t(d * 2 * nq));
+    ASSERT_TRUE(ref::attention(qs, gather(k, s.rows), gather(v, s.rows), {d, d, 2, 1, nq, n},
+                               s.q_pos, s.k_pos, p, want)
+                    .ok());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(out[s.q0 * 2 * d + i], want[i]) << "query row " << s.q0 << " + " << i;
+    }
+  }
+  // Out-of-range rows and segments are kOutOfRange; inconsistent sizes kInvalidArgument.
+  auto code = [&](std::vector<int32_t> rows, std::vector<int32_t> seg) {
+    return ref::attention(q, k, v, dims, q_pos, k_pos, p, {rows, seg}, out).code();
+  };
+  EXPECT_EQ(code({6, 1, 8, 6, 0}, q_seg), StatusCode::kOutOfRange);
+  EXPECT_EQ(code({6, 1, -1, 6, 0}, q_seg), StatusCode::kOutOfRange);
+  EXPECT_EQ(code(k_rows, {0, 3, 0, 3, 3, 6}), StatusCode::kOutOfRange);
+  EXPECT_EQ(code(k_rows, {0, 3, 0, 3, 4, 3}), StatusCode::kOutOfRange);
+  EXPECT_EQ(code(k_rows, {0, 3, 0, 3}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({6, 1, 4, 6}, q_seg), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({}, q_seg), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({}, {}), StatusCode::kInvalidArgument);  // 8 rows but 5 keys, no k_rows
+}
+
 TEST(RefAttention, RejectsBadDims) {
   ref::AttentionDims d{2, 2, 3, 2, 1, 1};
   std::vector<float> q(6), k(4), v(4), out(6);

@@ -50,11 +50,33 @@ struct AttentionDims {
   int64_t n_head = 0;      ///< query heads
   int64_t n_kv_head = 0;   ///< key/value heads; query head h uses kv head h / (n_head/n_kv_head)
   int64_t n_q = 0;         ///< query tokens
-  int64_t n_kv = 0;        ///< key/value tokens
+  int64_t n_kv = 0;        ///< entries of the key list (k_pos, k_rows)
+  int64_t n_rows = 0;      ///< rows of k and v; 0 means n_kv (required without k_rows)
 };
 
-/// Naive attention: q [d, n_head, n_q], k [d, n_kv_head, n_kv], v [dv, n_kv_head, n_kv] ->
-/// out [dv, n_head, n_q]. Masking per AttentionParams; a query with no visible key gets zeros.
+/// Paged addressing of attention (kAttention's optional inputs k_rows and q_seg).
+struct AttentionPaging {
+  /// Empty: key list entry j is row j of k and v. Else n_kv entries: entry j is row k_rows[j],
+  /// each in [0, n_rows) (checked, kOutOfRange), whether or not any query sees it.
+  std::span<const int32_t> k_rows;
+  /// Empty: no segments. Else 2 * n_q entries, (begin, end) per query: query i sees only list
+  /// entries j in [q_seg[2i], q_seg[2i+1]), on top of the positional mask. Requires k_rows;
+  /// 0 <= begin <= end <= n_kv (checked, kOutOfRange).
+  std::span<const int32_t> q_seg;
+};
+
+/// Checks `paging` against `dims` (sizes: kInvalidArgument; row or segment bounds: kOutOfRange).
+Status check_attention_paging(const AttentionDims& dims, const AttentionPaging& paging);
+
+/// Naive attention: q [d, n_head, n_q], k [d, n_kv_head, n_rows], v [dv, n_kv_head, n_rows] ->
+/// out [dv, n_head, n_q]. Masking per AttentionParams and `paging`; a query with no visible key
+/// gets zeros.
+Status attention(std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                 const AttentionDims& dims, std::span<const int32_t> q_pos,
+                 std::span<const int32_t> k_pos, const AttentionParams& params,
+                 const AttentionPaging& paging, std::span<float> out);
+
+/// attention() without paging (key j is row j, no segments).
 Status attention(std::span<const float> q, std::span<const float> k, std::span<const float> v,
                  const AttentionDims& dims, std::span<const int32_t> q_pos,
                  std::span<const int32_t> k_pos, const AttentionParams& params,

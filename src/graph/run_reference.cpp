@@ -162,9 +162,12 @@ Status run_op(const Graph& g, Values& v, NodeId id) {
       GENIEX_ASSIGN_OR_RETURN(auto q, f32_of(g, v, in[0]));
       GENIEX_ASSIGN_OR_RETURN(auto k, f32_of(g, v, in[1]));
       GENIEX_ASSIGN_OR_RETURN(auto vv, f32_of(g, v, in[2]));
-      ref::AttentionDims d{desc(0).ne[0], desc(2).ne[0], desc(0).ne[1],
-                           desc(1).ne[1], desc(0).ne[2], desc(1).ne[2]};
-      return ref::attention(q, k, vv, d, v.i32[in[3]], v.i32[in[4]], p.attn, out);
+      ref::AttentionDims d{desc(0).ne[0], desc(2).ne[0], desc(0).ne[1], desc(1).ne[1],
+                           desc(0).ne[2], desc(4).ne[0], desc(1).ne[2]};
+      ref::AttentionPaging paging;
+      if (in.size() >= 6) paging.k_rows = v.i32[in[5]];
+      if (in.size() >= 7) paging.q_seg = v.i32[in[6]];
+      return ref::attention(q, k, vv, d, v.i32[in[3]], v.i32[in[4]], p.attn, paging, out);
     }
     case OpKind::kSoftmax: {
       GENIEX_ASSIGN_OR_RETURN(auto x, f32_of(g, v, in[0]));

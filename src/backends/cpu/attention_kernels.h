@@ -47,6 +47,7 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
                           KvView k, KvView v, int64_t head_dim, int64_t head_dim_v, int64_t n_head,
                           int64_t n_kv_head, int64_t n_q, int64_t n_kv,
                           std::span<const int32_t> q_pos, std::span<const int32_t> k_pos,
-                          const graph::AttentionParams& params, float* out);
+                          const graph::AttentionParams& params, float* out,
+                          const KvPaging& paging = {});
 
 }  // namespace geniex::backends::cpu::attn

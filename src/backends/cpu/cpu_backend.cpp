@@ -257,9 +257,13 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       };
       GENIEX_ASSIGN_OR_RETURN(cpu::KvView k, kv(1));
       GENIEX_ASSIGN_OR_RETURN(cpu::KvView v, kv(2));
+      cpu::KvPaging paging;
+      paging.n_rows = desc(1).ne[2];
+      if (in.size() >= 6) paging.k_rows = ispan(5);
+      if (in.size() >= 7) paging.q_seg = ispan(6);
       return cpu::attention(pool_, scratch_, q, k, v, desc(0).ne[0], desc(2).ne[0], desc(0).ne[1],
-                            desc(1).ne[1], desc(0).ne[2], desc(1).ne[2], ispan(3), ispan(4), p.attn,
-                            out);
+                            desc(1).ne[1], desc(0).ne[2], desc(4).ne[0], ispan(3), ispan(4), p.attn,
+                            out, paging);
     }
     case OpKind::kSoftmax: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));

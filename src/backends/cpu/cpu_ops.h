@@ -43,12 +43,22 @@ struct KvView {
   const uint8_t* data = nullptr;
 };
 
-/// Attention over q [d, n_head, n_q] and k/v [d(v), n_kv_head, n_kv] (graph::ref::attention's
-/// contract). With an F16 cache it rounds q and the probabilities to f16 as ggml's non-flash
-/// path does, so results track llama.cpp.
+/// Paged addressing of attention (graph kAttention's optional k_rows and q_seg; see
+/// graph::ref::AttentionPaging for the contract).
+struct KvPaging {
+  int64_t n_rows = 0;               ///< rows of k and v; 0: n_kv (required without k_rows)
+  std::span<const int32_t> k_rows;  ///< empty, or n_kv rows in [0, n_rows)
+  std::span<const int32_t> q_seg;   ///< empty, or (begin, end) per query
+};
+
+/// Attention over q [d, n_head, n_q] and k/v [d(v), n_kv_head, n_rows] (graph::ref::attention's
+/// contract), key list entry j at row `paging.k_rows[j]` (or j). With an F16 cache it rounds q
+/// and the probabilities to f16 as ggml's non-flash path does, so results track llama.cpp.
+/// Bad rows or segments are kOutOfRange; nothing outside k and v is read.
 Status attention(ThreadPool& pool, Scratch& scratch, const float* q, KvView k, KvView v,
                  int64_t head_dim, int64_t head_dim_v, int64_t n_head, int64_t n_kv_head,
                  int64_t n_q, int64_t n_kv, std::span<const int32_t> q_pos,
-                 std::span<const int32_t> k_pos, const graph::AttentionParams& params, float* out);
+                 std::span<const int32_t> k_pos, const graph::AttentionParams& params, float* out,
+                 const KvPaging& paging = {});
 
 }  // namespace geniex::backends::cpu

@@ -11,7 +11,14 @@
 //
 // The cache is read in place (F16 rows converted in registers, attention_kernels*.cpp), and only
 // keys visible to some query of a block are touched: empty slots (k_pos -1), keys after a causal
-// query and keys outside a sliding window are never read.
+// query, keys outside a sliding window and keys outside every query's segment are never read.
+//
+// Paged addressing: key list entry j lives in state row k_rows[j] (identity without k_rows), and
+// with q_seg query t sees only entries in [q_seg[2t], q_seg[2t+1]). Each block of query rows
+// first gathers the list entries some row sees (scanning only the union of its segments) as
+// (state row, list index) pairs; the kernels then read rows through that list, so a scattered
+// layout costs nothing beyond the gather and gives the same bits as the contiguous one. Rows and
+// segments are validated (kOutOfRange) before anything is read.
 //
 // Two schedules:
 // * tiled (prefill): a task is (kv head, tile of queries); all query heads of the kv head for
@@ -28,6 +35,7 @@
 #include "backends/cpu/attention_kernels.h"
 #include "backends/cpu/cpu_ops.h"
 #include "core/fp16.h"
+#include "graph/ref_ops.h"
 
 namespace geniex::backends::cpu {
 namespace attn {
@@ -60,6 +68,8 @@ struct Problem {
   KvView k, v;
   int64_t d = 0, dv = 0, n_head = 0, n_kv_head = 0, n_q = 0, n_kv = 0, group = 0;
   std::span<const int32_t> q_pos, k_pos;
+  const int32_t* k_rows = nullptr;  // list entry j is state row k_rows[j]; null: row j
+  const int32_t* q_seg = nullptr;   // (begin, end) of the list entries query t sees; null: all
   graph::AttentionParams params;
   bool round_q = false, round_p = false;
   float* out = nullptr;
@@ -71,21 +81,38 @@ struct Rows {
   int64_t kvh = 0, t0 = 0, n_tok = 0;
 };
 
-// Bit tt set when token t0 + tt sees key position kp (n_tok <= 64).
-inline uint64_t visible_mask(const Problem& pb, const Rows& rows, int32_t kp) {
-  uint64_t mask = 0;
+// Bit tt set when token t0 + tt sees key list entry j (n_tok <= 64).
+inline uint64_t visible_mask(const Problem& pb, const Rows& rows, int64_t j) {
+  const int32_t kp = pb.k_pos[sz(j)];
   if (kp < 0) return 0;
+  uint64_t mask = 0;
   for (int64_t tt = 0; tt < rows.n_tok; ++tt) {
-    if (visible(pb.q_pos[sz(rows.t0 + tt)], kp, pb.params)) mask |= uint64_t{1} << tt;
+    const int64_t t = rows.t0 + tt;
+    if (pb.q_seg != nullptr && (j < pb.q_seg[2 * t] || j >= pb.q_seg[2 * t + 1])) continue;
+    if (visible(pb.q_pos[sz(t)], kp, pb.params)) mask |= uint64_t{1} << tt;
   }
   return mask;
 }
 
-// The keys some row sees, as float indices (exact below 2^24), in cache order; returns the count.
-int64_t visible_keys(const Problem& pb, const Rows& rows, float* keys) {
+// The key list entries some row sees, in list order: their state rows in keys[] and their list
+// indices in list[] (both as floats, exact below 2^24; list == keys when there is no k_rows).
+// Only the union of the rows' segments is scanned. Returns the count.
+int64_t visible_keys(const Problem& pb, const Rows& rows, float* keys, float* list) {
+  int64_t lo = 0, hi = pb.n_kv;
+  if (pb.q_seg != nullptr) {
+    lo = pb.n_kv;
+    hi = 0;
+    for (int64_t t = rows.t0; t < rows.t0 + rows.n_tok; ++t) {
+      lo = std::min<int64_t>(lo, pb.q_seg[2 * t]);
+      hi = std::max<int64_t>(hi, pb.q_seg[2 * t + 1]);
+    }
+  }
   int64_t n = 0;
-  for (int64_t j = 0; j < pb.n_kv; ++j) {
-    if (visible_mask(pb, rows, pb.k_pos[sz(j)]) != 0) keys[n++] = static_cast<float>(j);
+  for (int64_t j = lo; j < hi; ++j) {
+    if (visible_mask(pb, rows, j) == 0) continue;
+    keys[n] = static_cast<float>(pb.k_rows != nullptr ? pb.k_rows[j] : j);
+    if (list != keys) list[n] = static_cast<float>(j);
+    ++n;
   }
   return n;
 }
@@ -101,18 +128,17 @@ void load_queries(const Problem& pb, const Rows& rows, float* qr) {
   }
 }
 
-// s[r * ns + m] = the scaled score of row r and key keys[m] (kNegInf if r does not see it) for m
-// in [m0, m1); mx[r] = max(mx[r], those scores).
-void scores(const Problem& pb, const Rows& rows, const float* qr, const float* keys, int64_t m0,
-            int64_t m1, float* s, int64_t ns, float* mx) {
+// s[r * ns + m] = the scaled score of row r and list entry list[m] at state row keys[m] (kNegInf
+// if r does not see it) for m in [m0, m1); mx[r] = max(mx[r], those scores).
+void scores(const Problem& pb, const Rows& rows, const float* qr, const float* keys,
+            const float* list, int64_t m0, int64_t m1, float* s, int64_t ns, float* mx) {
   const int64_t n_rows = rows.n_tok * pb.group;
   const int64_t ks = pb.n_kv_head * pb.d;
   const auto& prm = pb.params;
   float dots[kMaxRows] = {};
   for (int64_t m = m0; m < m1; ++m) {
-    const auto j = static_cast<int64_t>(keys[m]);
-    const uint64_t mask = visible_mask(pb, rows, pb.k_pos[sz(j)]);
-    const int64_t off = j * ks + rows.kvh * pb.d;
+    const uint64_t mask = visible_mask(pb, rows, static_cast<int64_t>(list[m]));
+    const int64_t off = static_cast<int64_t>(keys[m]) * ks + rows.kvh * pb.d;
     for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
       const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
       bool any = false;
@@ -195,16 +221,17 @@ float* grow(std::vector<float>& buf, int64_t n) {
 // One task of the tiled schedule: everything for a block of rows, in the thread's scratch.
 void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
   const int64_t n_rows = rows.n_tok * pb.group;
-  float* qr = grow(buf, n_rows * (pb.d + pb.dv + 1 + pb.n_kv) + pb.n_kv);
+  float* qr = grow(buf, n_rows * (pb.d + pb.dv + 1 + pb.n_kv) + 2 * pb.n_kv);
   float* acc = qr + n_rows * pb.d;
   float* mx = acc + n_rows * pb.dv;
   float* keys = mx + n_rows;
-  float* s = keys + pb.n_kv;
-  const int64_t n = visible_keys(pb, rows, keys);
+  float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
+  float* s = keys + 2 * pb.n_kv;
+  const int64_t n = visible_keys(pb, rows, keys, list);
   std::fill(mx, mx + n_rows, kNegInf);
   if (n > 0) {
     load_queries(pb, rows, qr);
-    scores(pb, rows, qr, keys, 0, n, s, n, mx);
+    scores(pb, rows, qr, keys, list, 0, n, s, n, mx);
     for (int64_t r = 0; r < n_rows; ++r) softmax_row(pb, s + r * n, n, mx[r]);
     std::fill(acc, acc + n_rows * pb.dv, 0.0f);
     weighted_v(pb, rows, s, n, keys, 0, n, acc);
@@ -235,8 +262,9 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
   const int64_t n_rows = pb.n_q * pb.group;  // per kv head
   const int64_t all_rows = pb.n_kv_head * n_rows;
   auto& buf = scratch.per_thread[sz(nt)];
-  float* keys = grow(buf, pb.n_kv);
-  const int64_t n = visible_keys(pb, Rows{0, 0, pb.n_q}, keys);
+  float* keys = grow(buf, 2 * pb.n_kv);
+  const int64_t n =
+      visible_keys(pb, Rows{0, 0, pb.n_q}, keys, pb.k_rows != nullptr ? keys + pb.n_kv : keys);
   if (n == 0) {
     std::fill(pb.out, pb.out + pb.n_q * pb.n_head * pb.dv, 0.0f);
     return;
@@ -244,8 +272,9 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
   const int64_t target = nt > 1 ? 2 * static_cast<int64_t>(nt) : 1;
   const int64_t n_chunks =
       std::max<int64_t>(1, std::min(n / kMinChunk, (target + pb.n_kv_head - 1) / pb.n_kv_head));
-  keys = grow(buf, pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + n_chunks * pb.dv));
-  float* qr = keys + pb.n_kv;                // [kvh][row][d]
+  keys = grow(buf, 2 * pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + n_chunks * pb.dv));
+  const float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
+  float* qr = keys + 2 * pb.n_kv;            // [kvh][row][d]
   float* s = qr + all_rows * pb.d;           // [kvh][row][n]
   float* cmax = s + all_rows * n;            // [kvh][row][chunk]
   float* seen = cmax + all_rows * n_chunks;  // [kvh][row]: 1 when the row sees a key
@@ -258,7 +287,7 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     const int64_t kvh = task / n_chunks, c = task % n_chunks;
     float mx[kMaxSplitRows];
     std::fill(mx, mx + n_rows, kNegInf);
-    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d, keys, chunk_begin(c),
+    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d, keys, list, chunk_begin(c),
            chunk_begin(c + 1), s + kvh * n_rows * n, n, mx);
     for (int64_t r = 0; r < n_rows; ++r) cmax[(kvh * n_rows + r) * n_chunks + c] = mx[r];
   });
@@ -298,7 +327,8 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
                           KvView k, KvView v, int64_t head_dim, int64_t head_dim_v, int64_t n_head,
                           int64_t n_kv_head, int64_t n_q, int64_t n_kv,
                           std::span<const int32_t> q_pos, std::span<const int32_t> k_pos,
-                          const graph::AttentionParams& params, float* out) {
+                          const graph::AttentionParams& params, float* out,
+                          const KvPaging& paging) {
   if (n_kv_head <= 0 || n_head % n_kv_head != 0) {
     return invalid_argument("attention: n_head must be a multiple of n_kv_head");
   }
@@ -312,8 +342,17 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
       (v.type != GgmlType::kF32 && v.type != GgmlType::kF16)) {
     return invalid_argument("attention: the K and V cache must be F32 or F16");
   }
-  if (n_kv >= (int64_t{1} << 24)) return invalid_argument("attention: n_kv too large");
+  const int64_t n_rows = paging.n_rows == 0 ? n_kv : paging.n_rows;
+  if (n_kv >= (int64_t{1} << 24) || n_rows >= (int64_t{1} << 24)) {
+    return invalid_argument("attention: n_kv or the rows of k / v too large (2^24)");
+  }
   if (n_q == 0) return {};
+  {
+    // Rows and segments are checked before anything is read (kOutOfRange names the entry).
+    const graph::ref::AttentionDims dims{head_dim, head_dim_v, n_head, n_kv_head,
+                                         n_q,      n_kv,       n_rows};
+    GENIEX_TRY(graph::ref::check_attention_paging(dims, {paging.k_rows, paging.q_seg}));
+  }
   Problem pb;
   pb.kr = &kernels_for(isa);
   pb.q = q;
@@ -328,6 +367,8 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
   pb.group = n_head / n_kv_head;
   pb.q_pos = q_pos;
   pb.k_pos = k_pos;
+  pb.k_rows = paging.k_rows.empty() ? nullptr : paging.k_rows.data();
+  pb.q_seg = paging.q_seg.empty() ? nullptr : paging.q_seg.data();
   pb.params = params;
   pb.round_q = k.type == GgmlType::kF16;
   pb.round_p = v.type == GgmlType::kF16;
@@ -350,10 +391,11 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
 Status attention(ThreadPool& pool, Scratch& scratch, const float* q, KvView k, KvView v,
                  int64_t head_dim, int64_t head_dim_v, int64_t n_head, int64_t n_kv_head,
                  int64_t n_q, int64_t n_kv, std::span<const int32_t> q_pos,
-                 std::span<const int32_t> k_pos, const graph::AttentionParams& params, float* out) {
+                 std::span<const int32_t> k_pos, const graph::AttentionParams& params, float* out,
+                 const KvPaging& paging) {
   return attn::attention_with_isa(geniex::cpu::detect_isa(), pool, scratch, q, k, v, head_dim,
                                   head_dim_v, n_head, n_kv_head, n_q, n_kv, q_pos, k_pos, params,
-                                  out);
+                                  out, paging);
 }
 
 }  // namespace geniex::backends::cpu
