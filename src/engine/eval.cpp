@@ -1,13 +1,9 @@
 // Model::Impl evaluation: prompt chunks and single decode steps through the StepRunner, context
 // shift, and state files.
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 
-#include "core/fp16.h"
+#include "engine/kv_rotate.h"
 #include "engine/model_impl.h"
-#include "graph/ref_ops.h"
-#include "quant/quant.h"
 
 namespace geniex {
 
@@ -70,41 +66,9 @@ Status Model::Impl::shift_context() {
   const int32_t n_keep = std::min(shift_keep, n - 2);
   const int32_t n_discard = (n - n_keep) / 2;
   if (n_discard < 1) return out_of_range("context shift: nothing to drop");
-  const GgmlType type = kv->spec().type;
-  // Rotates rows of K by `delta` positions: RoPE angles are linear in the position, so a
-  // rotation by delta moves a key from position p to p + delta.
-  auto rotate = [&](int il, uint8_t* rows, int64_t n_rows, int32_t delta) -> Status {
-    const auto l = static_cast<uint32_t>(il);
-    const int64_t d = config.head_dim_k;
-    const int64_t n_head = config.n_head_kv_at(l);
-    const int64_t row = d * n_head;
-    const auto row_bytes = *ggml_row_bytes(type, static_cast<uint64_t>(row));
-    std::vector<float> x(static_cast<size_t>(row * n_rows)), y(x.size());
-    for (int64_t r = 0; r < n_rows; ++r) {
-      GENIEX_TRY(quant::dequantize_row(
-          type, std::span<const uint8_t>(rows + static_cast<size_t>(r) * row_bytes, row_bytes),
-          std::span<float>(x.data() + r * row, static_cast<size_t>(row))));
-    }
-    graph::RopeParams rp;
-    rp.mode = config.rope.mode == models::RopeMode::kNeox ? graph::RopeMode::kNeox
-                                                          : graph::RopeMode::kNormal;
-    rp.n_dims = static_cast<int32_t>(config.rope.n_rot);
-    rp.base = config.rope_base_at(l);
-    rp.freq_scale = config.rope_freq_scale_at(l);
-    std::vector<int32_t> pos(static_cast<size_t>(n_rows), delta);
-    std::vector<float> factors;
-    if (weights.layers[l].rope_freqs != nullptr) {
-      const auto* rf = weights.layers[l].rope_freqs;
-      factors.resize(static_cast<size_t>(rf->ne[0]));
-      GENIEX_TRY(quant::dequantize_row(rf->type, rf->data, factors));
-    }
-    GENIEX_TRY(graph::ref::rope(x, d, n_head, n_rows, pos, rp, factors, y));
-    for (int64_t r = 0; r < n_rows; ++r) {
-      GENIEX_TRY(quant::quantize_row(
-          type, std::span<const float>(y.data() + r * row, static_cast<size_t>(row)),
-          std::span<uint8_t>(rows + static_cast<size_t>(r) * row_bytes, row_bytes)));
-    }
-    return {};
+  auto rotate = [this](int il, uint8_t* rows, int64_t n_rows, int32_t delta) {
+    return engine::rotate_k_rows(config, weights, kv->spec().type, static_cast<uint32_t>(il), rows,
+                                 n_rows, delta);
   };
   return kv->shift(seq, n_keep, n_discard, rotate);
 }
