@@ -93,7 +93,9 @@ Result<TensorDesc> infer_rope(const std::vector<TensorDesc>& in, const OpParams&
 }
 
 // States and CacheWrite results hold K/V as F32, F16 or a block type attention can read.
-bool is_kv_type(GgmlType t) { return t == kF32 || t == GgmlType::kF16; }
+bool is_kv_type(GgmlType t) {
+  return t == kF32 || t == GgmlType::kF16 || t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0;
+}
 
 // Q8_0 / Q4_0 rows are whole 32-element blocks per head (each head's row is dotted alone).
 Status expect_kv_blocks(OpKind kind, const std::vector<TensorDesc>& in, size_t i,
@@ -252,9 +254,8 @@ Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& in, c
     }
     case OpKind::kCacheWrite: {
       GENIEX_TRY(expect_inputs(kind, in, 3, 3));
-      if (in[0].dtype != kF32 && in[0].dtype != GgmlType::kF16) {
-        return bad(kind, in, "state must be F32 or F16");
-      }
+      if (!is_kv_type(in[0].dtype)) return bad(kind, in, "state must be F32, F16, Q8_0 or Q4_0");
+      GENIEX_TRY(expect_kv_blocks(kind, in, 0, "state"));
       GENIEX_TRY(expect_type(kind, in, 1, kF32, "src"));
       GENIEX_TRY(expect_type(kind, in, 2, kI32, "slots"));
       const TensorDesc &st = in[0], &src = in[1];

@@ -19,7 +19,7 @@ enum class NodeRole : uint8_t {
   kInput,   ///< activations / positions bound at run time (F32 or I32)
   kWeight,  ///< raw GGUF tensor bytes bound at run time (any type)
   kOp,      ///< computed from its inputs
-  kState,   ///< persistent mutable storage bound at run time (a KV cache layer: F16 or F32)
+  kState,   ///< persistent mutable storage bound at run time (a KV cache layer: F32/F16/Q8_0/Q4_0)
 };
 
 /// One node. For kInput/kWeight nodes `op`, `inputs` and `params` are unused.
@@ -49,8 +49,9 @@ class Graph {
   NodeId add_input(const TensorDesc& desc, std::string name);
   /// Adds a weight (raw bytes of `desc.dtype`, e.g. a GGUF tensor).
   NodeId add_weight(const TensorDesc& desc, std::string name);
-  /// Adds persistent state (F16 or F32), e.g. one layer's K or V cache [head_dim, n_kv_head, S].
-  /// Only kCacheWrite writes it; kAttention may read it (or kCacheWrite's result) as k / v.
+  /// Adds persistent state (F32, F16, Q8_0 or Q4_0), e.g. one layer's K or V cache
+  /// [head_dim, n_kv_head, S]. Only kCacheWrite writes it; kAttention may read it (or
+  /// kCacheWrite's result) as k / v.
   NodeId add_state(const TensorDesc& desc, std::string name);
   /// Adds an op after checking input count, dtypes and shapes; returns kInvalidArgument (or
   /// kUnimplemented for a weight type the references cannot handle) naming the op and shapes.

@@ -150,6 +150,45 @@ TEST(GraphShape, AttentionPagedInputs) {
   expect_bad({q, k, v, qp, kp, rows, fseg}, "q_seg must be I32");
 }
 
+TEST(GraphShape, QuantizedKvStates) {
+  Graph g;
+  NodeId q = g.add_input(make_desc(kF32, 64, 4, 3), "q");
+  NodeId src = g.add_input(make_desc(kF32, 64, 2, 3), "src");
+  NodeId slots = g.add_input(make_desc(kI32, 3), "slots");
+  NodeId qp = g.add_input(make_desc(kI32, 3), "qp");
+  NodeId kp = g.add_input(make_desc(kI32, 10), "kp");
+  NodeId k8 = g.add_state(make_desc(GgmlType::kQ8_0, 64, 2, 10), "k8");
+  NodeId v4 = g.add_state(make_desc(GgmlType::kQ4_0, 64, 2, 10), "v4");
+  NodeId v16 = g.add_state(make_desc(GgmlType::kF16, 64, 2, 10), "v16");
+  NodeId odd = g.add_state(make_desc(GgmlType::kQ8_0, 48, 2, 10), "odd");
+  NodeId q41 = g.add_state(make_desc(GgmlType::kQ4_1, 64, 2, 10), "q41");
+  auto kw = g.add_op(OpKind::kCacheWrite, {k8, src, slots});
+  ASSERT_TRUE(kw.ok()) << kw.status().to_string();
+  EXPECT_EQ(g.node(*kw).desc, make_desc(GgmlType::kQ8_0, 64, 2, 10));
+  auto vw = g.add_op(OpKind::kCacheWrite, {v4, src, slots});
+  ASSERT_TRUE(vw.ok()) << vw.status().to_string();
+  // Q8_0 K with Q4_0 V is fine; a quantized cache next to an F16 one is not.
+  auto a = g.add_op(OpKind::kAttention, {q, *kw, *vw, qp, kp});
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(g.node(*a).desc, make_desc(kF32, 64, 4, 3));
+  auto mixed = g.add_op(OpKind::kAttention, {q, *kw, v16, qp, kp});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("both"), std::string::npos);
+  // head_dim must be whole 32-element blocks.
+  NodeId src48 = g.add_input(make_desc(kF32, 48, 2, 3), "src48");
+  auto cw_odd = g.add_op(OpKind::kCacheWrite, {odd, src48, slots});
+  ASSERT_FALSE(cw_odd.ok());
+  EXPECT_NE(cw_odd.status().message().find("not a multiple of 32"), std::string::npos)
+      << cw_odd.status().to_string();
+  NodeId q48 = g.add_input(make_desc(kF32, 48, 4, 3), "q48");
+  auto a_odd = g.add_op(OpKind::kAttention, {q48, odd, odd, qp, kp});
+  ASSERT_FALSE(a_odd.ok());
+  EXPECT_NE(a_odd.status().message().find("not a multiple of 32"), std::string::npos);
+  // Other block types are not cache types.
+  EXPECT_FALSE(g.add_op(OpKind::kCacheWrite, {q41, src, slots}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kAttention, {q, q41, q41, qp, kp}).ok());
+}
+
 TEST(GraphShape, BinaryBroadcastRules) {
   Graph g;
   NodeId a = g.add_input(make_desc(kF32, 8, 4), "a");

@@ -32,8 +32,8 @@ enum class OpKind : uint8_t {
   kGlu,         ///< {gate, up}: act(gate) * up, act = SiLU (SwiGLU) or GELU-tanh (GeGLU)
   kReshape,     ///< {x}: same elements, new shape `OpParams::ne` (a view; the reference copies)
   kGetRows,     ///< {x [E, T, 1, 1], idx [n] I32} -> [E, n]: rows idx of x (e.g. the last token)
-  kCacheWrite,  ///< {state [E0, E1, S] F16/F32, src [E0, E1, T], slots [T] I32} -> the state,
-                ///<   after writing src token t into state slot slots[t] (an alias of the state)
+  kCacheWrite,  ///< {state [E0, E1, S] F32/F16/Q8_0/Q4_0, src [E0, E1, T], slots [T] I32}
+                ///<   -> the state, after writing src token t into state row slots[t] (an alias)
 };
 
 /// Name of a kind for messages, e.g. "MatMul".

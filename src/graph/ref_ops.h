@@ -5,8 +5,10 @@
 // * matmul: each activation row is quantized once to quant::vec_dot_type(w) and dotted with
 //   quant::vec_dot_ref, exactly ggml's scheme (GGUF.md §5.2). F32 weights go through the same
 //   path: products rounded to float, summed in double, result rounded to float.
-// * rms_norm, softmax: sums in double; rope: angles, sin and cos in double; attention: scores and
-//   weighted sums in double. Outputs are rounded to f32 once.
+// * rms_norm, softmax: sums in double; rope: angles, sin and cos in double; attention over
+//   F32/F16 k and v: scores and weighted sums in double. Outputs are rounded to f32 once.
+// * attention over Q8_0/Q4_0 k and v (attention_blocks): llama.cpp's flash-attention numerics in
+//   f32 (quantized q . k dots, online softmax), so that quantized caches track llama.cpp.
 // * Shapes are ggml's: ne[0] contiguous; sizes are checked and reported through Status.
 #pragma once
 
@@ -81,6 +83,26 @@ Status attention(std::span<const float> q, std::span<const float> k, std::span<c
                  const AttentionDims& dims, std::span<const int32_t> q_pos,
                  std::span<const int32_t> k_pos, const AttentionParams& params,
                  std::span<float> out);
+
+/// K or V rows stored as a block type: n_rows rows of n_kv_head heads, each head its own row of
+/// whole blocks (head_dim a multiple of the block size).
+struct BlockKv {
+  GgmlType type = GgmlType::kQ8_0;  ///< Q8_0 or Q4_0
+  std::span<const uint8_t> bytes;   ///< exactly n_rows * n_kv_head * row_bytes(type, head_dim)
+};
+
+/// Attention over a Q8_0 / Q4_0 KV cache with llama.cpp's CPU flash-attention numerics
+/// (ggml_compute_forward_flash_attn_ext_f16, the path llama.cpp requires for a quantized V
+/// cache), same masking and paging as attention(). Per query row (token, head), in f32:
+/// q is quantized to quant::vec_dot_type(k.type) (Q8_0); for each visible key in list order
+/// s = vec_dot(k_row, q8) * scale' with scale' = scale / softcap and s = softcap * tanhf(s) when
+/// capped (else scale' = scale); then the online softmax: if s > M { ms = expf(M - s); M = s;
+/// acc *= ms; vs = 1 } else { ms = 1; vs = expf(s - M) }; acc += dequant(v_row) * vs;
+/// S = S * ms + vs. Output acc * (1 / S), zeros when no key is visible.
+Status attention_blocks(std::span<const float> q, const BlockKv& k, const BlockKv& v,
+                        const AttentionDims& dims, std::span<const int32_t> q_pos,
+                        std::span<const int32_t> k_pos, const AttentionParams& params,
+                        const AttentionPaging& paging, std::span<float> out);
 
 /// True when key position `kp` is visible to query position `qp` under `params`.
 bool attention_visible(int32_t qp, int32_t kp, const AttentionParams& params);

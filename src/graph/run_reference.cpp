@@ -17,6 +17,14 @@ std::string who(const Graph& g, NodeId id) {
   return "node " + std::to_string(id) + (n.name.empty() ? std::string() : " '" + n.name + "'");
 }
 
+// True when node `id` is a Q8_0 / Q4_0 KV cache (a state or a CacheWrite result) that attention
+// reads as blocks; a weight of those types is dequantized like any F32 input.
+bool is_block_kv(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  return n.role != NodeRole::kWeight &&
+         (n.desc.dtype == GgmlType::kQ8_0 || n.desc.dtype == GgmlType::kQ4_0);
+}
+
 // Values of every node during a run: F32 results (owned), I32 inputs and raw weights (borrowed).
 struct Values {
   std::vector<std::vector<float>> f32;
@@ -111,11 +119,13 @@ Status cache_write(const Graph& g, Values& v, NodeId id) {
   const int64_t row_elems = d.ne[0] * d.ne[1];
   const size_t row_bytes = *ggml_row_bytes(d.dtype, static_cast<uint64_t>(row_elems));
   std::span<uint8_t> bytes = v.state[st];
-  for (size_t t = 0; t < slots.size(); ++t) {
+  for (size_t t = 0; t < slots.size(); ++t) {  // all slots checked before anything is written
     if (slots[t] < 0 || slots[t] >= d.ne[2]) {
       return out_of_range(who(g, id) + ": slot " + std::to_string(slots[t]) + " outside [0, " +
                           std::to_string(d.ne[2]) + ")");
     }
+  }
+  for (size_t t = 0; t < slots.size(); ++t) {
     GENIEX_TRY(quant::quantize_row(d.dtype, src.subspan(t * sz(row_elems), sz(row_elems)),
                                    bytes.subspan(sz(slots[t]) * row_bytes, row_bytes)));
   }
@@ -160,13 +170,18 @@ Status run_op(const Graph& g, Values& v, NodeId id) {
     }
     case OpKind::kAttention: {
       GENIEX_ASSIGN_OR_RETURN(auto q, f32_of(g, v, in[0]));
-      GENIEX_ASSIGN_OR_RETURN(auto k, f32_of(g, v, in[1]));
-      GENIEX_ASSIGN_OR_RETURN(auto vv, f32_of(g, v, in[2]));
       ref::AttentionDims d{desc(0).ne[0], desc(2).ne[0], desc(0).ne[1], desc(1).ne[1],
                            desc(0).ne[2], desc(4).ne[0], desc(1).ne[2]};
       ref::AttentionPaging paging;
       if (in.size() >= 6) paging.k_rows = v.i32[in[5]];
       if (in.size() >= 7) paging.q_seg = v.i32[in[6]];
+      if (is_block_kv(g, in[1])) {  // a Q8_0 / Q4_0 cache: llama.cpp's flash-attention numerics
+        return ref::attention_blocks(q, {desc(1).dtype, v.raw[in[1]]},
+                                     {desc(2).dtype, v.raw[in[2]]}, d, v.i32[in[3]], v.i32[in[4]],
+                                     p.attn, paging, out);
+      }
+      GENIEX_ASSIGN_OR_RETURN(auto k, f32_of(g, v, in[1]));
+      GENIEX_ASSIGN_OR_RETURN(auto vv, f32_of(g, v, in[2]));
       return ref::attention(q, k, vv, d, v.i32[in[3]], v.i32[in[4]], p.attn, paging, out);
     }
     case OpKind::kSoftmax: {

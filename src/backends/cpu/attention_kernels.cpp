@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "core/fp16.h"
 
@@ -26,6 +27,7 @@ struct V {
   static float hsum(R a) { return a; }
   static void hsum4(const R* a, float* out) { std::copy(a, a + 4, out); }
   static R round_f16(R a) { return fp16_to_fp32(fp32_to_fp16(a)); }
+  static R load_i8(const int8_t* p) { return static_cast<float>(*p); }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET
@@ -34,8 +36,9 @@ struct V {
 }  // namespace scalar
 
 const Kernels& scalar_kernels() {
-  static const Kernels k{scalar::attn_dot_f32, scalar::attn_dot_f16, scalar::attn_pv_f32,
-                         scalar::attn_pv_f16, scalar::attn_scale};
+  static const Kernels k{scalar::attn_dot_f32,     scalar::attn_dot_f16, scalar::attn_pv_f32,
+                         scalar::attn_pv_f16,      scalar::attn_scale,   scalar::attn_dequant_q8_0,
+                         scalar::attn_dequant_q4_0};
   return k;
 }
 

@@ -1,5 +1,6 @@
-// SIMD building blocks of CPU attention (op_attention.cpp), one set per instruction set, picked at
-// run time. K and V rows are read in place from an F32 or F16 cache (F16 converted in registers);
+// SIMD building blocks of CPU attention (op_attention*.cpp), one set per instruction set, picked at
+// run time. K and V rows are read in place from an F32 or F16 cache (F16 converted in registers),
+// or dequantized from Q8_0 / Q4_0 (the Q8_0 x Q8_0 / Q4_0 x Q8_0 dots are kernels/vec_dot.h's);
 // nothing here rounds beyond what the f32 arithmetic does, so every set computes the same values
 // up to float summation order (and FMA contraction).
 #pragma once
@@ -29,6 +30,10 @@ struct Kernels {
                  int64_t acc_stride);
   /// x[i] *= mul, then, if round_f16, x[i] = f16 round-to-nearest-even of x[i] (as fp32_to_fp16).
   void (*scale)(float* x, int64_t n, float mul, bool round_f16);
+  /// n elements (whole 32-element blocks) of Q8_0 / Q4_0 to f32, bit-identical to
+  /// quant::dequantize_row (each value is float(q) * d, one rounding).
+  void (*dequant_q8_0)(const uint8_t* src, float* dst, int64_t n);
+  void (*dequant_q4_0)(const uint8_t* src, float* dst, int64_t n);
 };
 
 /// The kernels for `isa` (the best set at or below it that this binary has).

@@ -4,8 +4,8 @@
 //   W (lanes), CV (vectors per row in pv's column block), R (register type),
 //   zero(), set1(f), load(const float*), load(const uint16_t*), store(float*, R), add(a, b),
 //   mul(a, b), fma(a, b, c) = a * b + c, hsum(a), hsum4(const R[4], float[4]) (four hsums),
-//   round_f16(a).
-// Requires "core/fp16.h" and <algorithm> to be included first.
+//   round_f16(a), load_i8(const int8_t*) (W int8 values as floats; W divides 32).
+// Requires "core/fp16.h", <algorithm> and <cstring> to be included first.
 // NOLINTBEGIN(build/namespaces)
 
 inline float attn_to_f32(float x) { return x; }
@@ -135,6 +135,35 @@ ATTN_TARGET void attn_pv_f16(const float* p, int64_t ps, int nr, const float* ke
                              int64_t m1, const uint16_t* v, int64_t vs, int64_t n, float* acc,
                              int64_t as) {
   attn_pv(p, ps, nr, keys, m0, m1, v, vs, n, acc, as);
+}
+
+// One 32-element block of int8 values times its f16 scale, as float(q) * d.
+ATTN_TARGET inline void attn_scale_block(const int8_t* qs, uint16_t d16, float* dst) {
+  const typename V::R d = V::set1(geniex::fp16_to_fp32(d16));
+  for (int i = 0; i < 32; i += V::W) V::store(dst + i, V::mul(V::load_i8(qs + i), d));
+}
+
+ATTN_TARGET void attn_dequant_q8_0(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = src + b * 34;  // f16 d, 32 x int8
+    uint16_t d16;
+    std::memcpy(&d16, blk, 2);
+    attn_scale_block(reinterpret_cast<const int8_t*>(blk + 2), d16, dst + b * 32);
+  }
+}
+
+ATTN_TARGET void attn_dequant_q4_0(const uint8_t* src, float* dst, int64_t n) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* blk = src + b * 18;  // f16 d, 16 bytes: element j low nibble, j + 16 high
+    uint16_t d16;
+    std::memcpy(&d16, blk, 2);
+    int8_t qs[32];
+    for (int j = 0; j < 16; ++j) {
+      qs[j] = static_cast<int8_t>((blk[2 + j] & 0xF) - 8);
+      qs[j + 16] = static_cast<int8_t>((blk[2 + j] >> 4) - 8);
+    }
+    attn_scale_block(qs, d16, dst + b * 32);
+  }
 }
 
 // NOLINTEND(build/namespaces)

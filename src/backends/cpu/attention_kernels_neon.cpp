@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backends/cpu/attention_kernels.h"
 #include "core/fp16.h"
@@ -30,6 +31,12 @@ struct V {
     vst1q_f32(out, vpaddq_f32(vpaddq_f32(a[0], a[1]), vpaddq_f32(a[2], a[3])));
   }
   static R round_f16(R a) { return vcvt_f32_f16(vcvt_f16_f32(a)); }
+  static R load_i8(const int8_t* p) {
+    int32_t w;
+    std::memcpy(&w, p, 4);  // 4 bytes: stays inside the block
+    const int16x8_t h = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
+  }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET
@@ -38,8 +45,9 @@ struct V {
 }  // namespace neon
 
 const Kernels& neon_kernels() {
-  static const Kernels k{neon::attn_dot_f32, neon::attn_dot_f16, neon::attn_pv_f32,
-                         neon::attn_pv_f16, neon::attn_scale};
+  static const Kernels k{neon::attn_dot_f32,     neon::attn_dot_f16, neon::attn_pv_f32,
+                         neon::attn_pv_f16,      neon::attn_scale,   neon::attn_dequant_q8_0,
+                         neon::attn_dequant_q4_0};
   return k;
 }
 

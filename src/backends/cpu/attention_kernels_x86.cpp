@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "backends/cpu/attention_kernels.h"
 #include "core/fp16.h"
@@ -51,6 +52,10 @@ struct V {
   ATTN_TARGET static R round_f16(R a) {
     return _mm256_cvtph_ps(_mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
+  ATTN_TARGET static R load_i8(const int8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET
@@ -89,6 +94,10 @@ struct V {
   ATTN_TARGET static R round_f16(R a) {
     return _mm512_cvtph_ps(_mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
+  ATTN_TARGET static R load_i8(const int8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET
@@ -97,14 +106,16 @@ struct V {
 }  // namespace avx512
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{avx2::attn_dot_f32, avx2::attn_dot_f16, avx2::attn_pv_f32,
-                         avx2::attn_pv_f16, avx2::attn_scale};
+  static const Kernels k{avx2::attn_dot_f32,     avx2::attn_dot_f16, avx2::attn_pv_f32,
+                         avx2::attn_pv_f16,      avx2::attn_scale,   avx2::attn_dequant_q8_0,
+                         avx2::attn_dequant_q4_0};
   return k;
 }
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{avx512::attn_dot_f32, avx512::attn_dot_f16, avx512::attn_pv_f32,
-                         avx512::attn_pv_f16, avx512::attn_scale};
+  static const Kernels k{avx512::attn_dot_f32,     avx512::attn_dot_f16, avx512::attn_pv_f32,
+                         avx512::attn_pv_f16,      avx512::attn_scale,   avx512::attn_dequant_q8_0,
+                         avx512::attn_dequant_q4_0};
   return k;
 }
 

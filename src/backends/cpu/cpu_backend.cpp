@@ -251,7 +251,12 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       GENIEX_ASSIGN_OR_RETURN(const float* q, f32_of(g, in[0]));
       auto kv = [&](size_t i) -> Result<cpu::KvView> {
         const Val& v = vals_[in[i]];
-        if (desc(i).dtype == GgmlType::kF16) return cpu::KvView{GgmlType::kF16, v.raw};
+        const GgmlType t = desc(i).dtype;
+        // F16 rows are read in place; so are Q8_0 / Q4_0 caches (states, CacheWrite results),
+        // while a weight of those types is an F32 input like any other.
+        const bool block = (t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0) &&
+                           g.node(in[i]).role != NodeRole::kWeight;
+        if (t == GgmlType::kF16 || block) return cpu::KvView{t, v.raw};
         GENIEX_ASSIGN_OR_RETURN(const float* f, f32_of(g, in[i]));
         return cpu::KvView{GgmlType::kF32, reinterpret_cast<const uint8_t*>(f)};
       };
@@ -332,18 +337,31 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       const auto slots = ispan(2);
       const auto& sd = desc(0);
       const int64_t row = sd.ne[0] * sd.ne[1];
-      for (size_t t = 0; t < slots.size(); ++t) {
+      for (size_t t = 0; t < slots.size(); ++t) {  // all checked before anything is written
         if (slots[t] < 0 || slots[t] >= sd.ne[2]) {
           return out_of_range("slot " + std::to_string(slots[t]) + " outside [0, " +
                               std::to_string(sd.ne[2]) + ")");
         }
+      }
+      // Q8_0 rows through the SIMD quantizer (byte-identical to quant::quantize_row), Q4_0
+      // through the reference; ne[0] is whole blocks (checked by the graph), so blocks never
+      // straddle heads.
+      const size_t row_bytes = *ggml_row_bytes(sd.dtype, static_cast<uint64_t>(row));
+      const auto q8 =
+          sd.dtype == GgmlType::kQ8_0 ? ::geniex::cpu::dot_kernels(GgmlType::kQ8_0) : std::nullopt;
+      for (size_t t = 0; t < slots.size(); ++t) {
         const float* s = src + sz(t) * sz(row);
+        uint8_t* d = st.state + sz(slots[t]) * row_bytes;
         if (sd.dtype == GgmlType::kF16) {
-          auto* d = reinterpret_cast<uint16_t*>(st.state) + slots[t] * row;
-          for (int64_t i = 0; i < row; ++i) d[i] = fp32_to_fp16(s[i]);
+          auto* h = reinterpret_cast<uint16_t*>(d);
+          for (int64_t i = 0; i < row; ++i) h[i] = fp32_to_fp16(s[i]);
+        } else if (sd.dtype == GgmlType::kF32) {
+          std::memcpy(d, s, sz(row) * sizeof(float));
+        } else if (q8 && q8->act_type == GgmlType::kQ8_0) {
+          q8->quantize_act(s, d, row);
         } else {
-          std::memcpy(reinterpret_cast<float*>(st.state) + slots[t] * row, s,
-                      sz(row) * sizeof(float));
+          GENIEX_TRY(quant::quantize_row(sd.dtype, std::span<const float>(s, sz(row)),
+                                         std::span<uint8_t>(d, row_bytes)));
         }
       }
       Val& v = vals_[id];

@@ -6,7 +6,9 @@
 // * matmul: 1e-5 (the SIMD kernels differ from quant::vec_dot_ref only in float summation order);
 // * attention over F32 k/v: 1e-5 (f32 dots and exp vs the reference's doubles);
 // * attention over an F16 cache: 3e-3 of max|v|, since the backend rounds q and the
-//   probabilities to f16 (2^-11 relative each) as ggml does and the reference does not.
+//   probabilities to f16 (2^-11 relative each) as ggml does and the reference does not;
+// * attention over a Q8_0 / Q4_0 cache: 1e-5 of max|v| (both follow ggml's flash attention; only
+//   float summation order differs), and CacheWrite's blocks equal quant::quantize_row's.
 #include "backends/cpu/cpu_backend.h"
 
 #include <gtest/gtest.h>
@@ -550,10 +552,14 @@ std::unique_ptr<CacheStep> cache_step(GgmlType type, int64_t n_new) {
   return s;
 }
 
-// Expected bytes of one cache row (a token's kD * kNkv values) stored as `type`.
+// Expected bytes of one cache row (a token's kD * kNkv values) stored as `type`: for Q8_0 / Q4_0
+// exactly quant::quantize_row's blocks.
 std::vector<uint8_t> row_as(GgmlType type, std::span<const float> src) {
   std::vector<uint8_t> out;
-  if (type == kF16) {
+  if (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0) {
+    out.resize(quant::testing::row_bytes(type, src.size()));
+    EXPECT_TRUE(quant::quantize_row(type, src, out).ok());
+  } else if (type == kF16) {
     for (float f : src) {
       const uint16_t h = fp32_to_fp16(f);
       out.push_back(static_cast<uint8_t>(h & 0xFF));
@@ -570,16 +576,17 @@ class CpuCachedAttention : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(CpuCachedAttention, PrefillThenDecodeMatchesReferenceAndWritesState) {
   const GgmlType type = GetParam();
-  const size_t elem = type == kF16 ? 2 : 4;
+  const size_t elem = type == kF32 ? 4 : 2;  // NaN fill unit: f32, or f16 (block scales for Q*)
   const size_t row_elems = sz(kD * kNkv);
-  const size_t row_bytes = row_elems * elem;
+  const size_t row_bytes = quant::testing::row_bytes(type, row_elems);
   const size_t state_bytes = row_bytes * sz(kSlots);
   // Bound with room to spare (a cache may be longer than the node needs).
   const size_t bound_bytes = state_bytes + 64;
   // Empty slots hold NaN: masked keys (k_pos -1) must never be read into the result.
   std::vector<uint8_t> nan_fill(bound_bytes);
-  for (size_t i = 0; i < bound_bytes; i += elem) {
-    if (type == kF16) {
+  // (For Q8_0 / Q4_0 every block starts at an even offset, so its f16 scale becomes NaN.)
+  for (size_t i = 0; i + elem <= bound_bytes; i += elem) {
+    if (type != kF32) {
       nan_fill[i] = 0x00;
       nan_fill[i + 1] = 0x7E;
     } else {
@@ -653,7 +660,8 @@ TEST_P(CpuCachedAttention, PrefillThenDecodeMatchesReferenceAndWritesState) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(CacheTypes, CpuCachedAttention, ::testing::Values(kF16, kF32),
+INSTANTIATE_TEST_SUITE_P(CacheTypes, CpuCachedAttention,
+                         ::testing::Values(kF16, kF32, GgmlType::kQ8_0, GgmlType::kQ4_0),
                          type_param_name);
 
 // ---------------------------------------------------------------------------------------------

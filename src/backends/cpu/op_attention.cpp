@@ -31,8 +31,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 
 #include "backends/cpu/attention_kernels.h"
+#include "backends/cpu/attention_problem.h"
 #include "backends/cpu/cpu_ops.h"
 #include "core/fp16.h"
 #include "graph/ref_ops.h"
@@ -40,82 +43,6 @@
 namespace geniex::backends::cpu {
 namespace attn {
 namespace {
-
-size_t sz(int64_t v) { return static_cast<size_t>(v); }
-
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-// Query rows (tokens x heads of a kv head) a tiled task aims for.
-constexpr int64_t kTileRows = 16;
-// At most this many query rows go to the split schedule (its scores are shared, rows x keys).
-constexpr int64_t kMaxSplitRows = 64;
-// Fewest keys in a chunk of the split schedule.
-constexpr int64_t kMinChunk = 32;
-
-// graph::ref::attention_visible, inline (it runs once per (token, key)).
-inline bool visible(int32_t qp, int32_t kp, const graph::AttentionParams& p) {
-  if (kp < 0) return false;
-  if (p.causal && kp > qp) return false;
-  if (p.sliding_window > 0 &&
-      static_cast<int64_t>(qp) - static_cast<int64_t>(kp) >= p.sliding_window) {
-    return false;
-  }
-  return true;
-}
-
-struct Problem {
-  const Kernels* kr = nullptr;
-  const float* q = nullptr;
-  KvView k, v;
-  int64_t d = 0, dv = 0, n_head = 0, n_kv_head = 0, n_q = 0, n_kv = 0, group = 0;
-  std::span<const int32_t> q_pos, k_pos;
-  const int32_t* k_rows = nullptr;  // list entry j is state row k_rows[j]; null: row j
-  const int32_t* q_seg = nullptr;   // (begin, end) of the list entries query t sees; null: all
-  graph::AttentionParams params;
-  bool round_q = false, round_p = false;
-  float* out = nullptr;
-};
-
-// A block of query rows: tokens [t0, t0 + n_tok) of the query heads of kv head kvh. Row
-// r = tt * group + g is token t0 + tt, head kvh * group + g.
-struct Rows {
-  int64_t kvh = 0, t0 = 0, n_tok = 0;
-};
-
-// Bit tt set when token t0 + tt sees key list entry j (n_tok <= 64).
-inline uint64_t visible_mask(const Problem& pb, const Rows& rows, int64_t j) {
-  const int32_t kp = pb.k_pos[sz(j)];
-  if (kp < 0) return 0;
-  uint64_t mask = 0;
-  for (int64_t tt = 0; tt < rows.n_tok; ++tt) {
-    const int64_t t = rows.t0 + tt;
-    if (pb.q_seg != nullptr && (j < pb.q_seg[2 * t] || j >= pb.q_seg[2 * t + 1])) continue;
-    if (visible(pb.q_pos[sz(t)], kp, pb.params)) mask |= uint64_t{1} << tt;
-  }
-  return mask;
-}
-
-// The key list entries some row sees, in list order: their state rows in keys[] and their list
-// indices in list[] (both as floats, exact below 2^24; list == keys when there is no k_rows).
-// Only the union of the rows' segments is scanned. Returns the count.
-int64_t visible_keys(const Problem& pb, const Rows& rows, float* keys, float* list) {
-  int64_t lo = 0, hi = pb.n_kv;
-  if (pb.q_seg != nullptr) {
-    lo = pb.n_kv;
-    hi = 0;
-    for (int64_t t = rows.t0; t < rows.t0 + rows.n_tok; ++t) {
-      lo = std::min<int64_t>(lo, pb.q_seg[2 * t]);
-      hi = std::max<int64_t>(hi, pb.q_seg[2 * t + 1]);
-    }
-  }
-  int64_t n = 0;
-  for (int64_t j = lo; j < hi; ++j) {
-    if (visible_mask(pb, rows, j) == 0) continue;
-    keys[n] = static_cast<float>(pb.k_rows != nullptr ? pb.k_rows[j] : j);
-    if (list != keys) list[n] = static_cast<float>(j);
-    ++n;
-  }
-  return n;
-}
 
 // The rows' queries, rounded to f16 with an F16 K cache.
 void load_queries(const Problem& pb, const Rows& rows, float* qr) {
@@ -207,17 +134,6 @@ void weighted_v(const Problem& pb, const Rows& rows, const float* p, int64_t ns,
   }
 }
 
-float* out_row(const Problem& pb, const Rows& rows, int64_t r) {
-  const int64_t t = rows.t0 + r / pb.group, h = rows.kvh * pb.group + r % pb.group;
-  return pb.out + (t * pb.n_head + h) * pb.dv;
-}
-
-// Grows (never shrinks) a scratch vector to n floats.
-float* grow(std::vector<float>& buf, int64_t n) {
-  if (buf.size() < sz(n)) buf.resize(sz(n));
-  return buf.data();
-}
-
 // One task of the tiled schedule: everything for a block of rows, in the thread's scratch.
 void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
   const int64_t n_rows = rows.n_tok * pb.group;
@@ -269,9 +185,7 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     std::fill(pb.out, pb.out + pb.n_q * pb.n_head * pb.dv, 0.0f);
     return;
   }
-  const int64_t target = nt > 1 ? 2 * static_cast<int64_t>(nt) : 1;
-  const int64_t n_chunks =
-      std::max<int64_t>(1, std::min(n / kMinChunk, (target + pb.n_kv_head - 1) / pb.n_kv_head));
+  const int64_t n_chunks = split_chunks(pb, n, nt);
   keys = grow(buf, 2 * pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + n_chunks * pb.dv));
   const float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
   float* qr = keys + 2 * pb.n_kv;            // [kvh][row][d]
@@ -338,9 +252,26 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
   if (head_dim <= 0 || head_dim_v <= 0 || n_q < 0 || n_kv < 0) {
     return invalid_argument("attention: sizes must be positive");
   }
-  if ((k.type != GgmlType::kF32 && k.type != GgmlType::kF16) ||
-      (v.type != GgmlType::kF32 && v.type != GgmlType::kF16)) {
-    return invalid_argument("attention: the K and V cache must be F32 or F16");
+  auto is_block = [](GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ4_0; };
+  auto is_float = [](GgmlType t) { return t == GgmlType::kF32 || t == GgmlType::kF16; };
+  const bool blocks = is_block(k.type) && is_block(v.type);
+  if (!blocks && !(is_float(k.type) && is_float(v.type))) {
+    return invalid_argument("attention: K and V must both be F32/F16 or both Q8_0/Q4_0, got " +
+                            std::string(ggml_type_name(k.type)) + " and " +
+                            std::string(ggml_type_name(v.type)));
+  }
+  std::optional<geniex::cpu::DotKernels> dot;
+  if (blocks) {
+    if (head_dim % 32 != 0 || head_dim_v % 32 != 0) {
+      return invalid_argument(
+          "attention: a Q8_0/Q4_0 cache needs head dims that are multiples of "
+          "32, got " +
+          std::to_string(head_dim) + " and " + std::to_string(head_dim_v));
+    }
+    dot = geniex::cpu::dot_kernels(k.type, isa);
+    if (!dot) {
+      return unimplemented("attention: no dot kernel for " + std::string(ggml_type_name(k.type)));
+    }
   }
   const int64_t n_rows = paging.n_rows == 0 ? n_kv : paging.n_rows;
   if (n_kv >= (int64_t{1} << 24) || n_rows >= (int64_t{1} << 24)) {
@@ -373,15 +304,22 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
   pb.round_q = k.type == GgmlType::kF16;
   pb.round_p = v.type == GgmlType::kF16;
   pb.out = out;
+  if (blocks) {
+    pb.dot = &*dot;
+    pb.k_head_bytes = *ggml_row_bytes(k.type, static_cast<uint64_t>(head_dim));
+    pb.v_head_bytes = *ggml_row_bytes(v.type, static_cast<uint64_t>(head_dim_v));
+    pb.q8_bytes = *ggml_row_bytes(dot->act_type, static_cast<uint64_t>(head_dim));
+  }
 
   const int nt = pool.size();
   if (scratch.per_thread.size() < sz(nt) + 1) scratch.per_thread.resize(sz(nt) + 1);
   const int64_t tile = std::max<int64_t>(1, kTileRows / pb.group);
   const int64_t tiled_tasks = n_kv_head * ((n_q + tile - 1) / tile);
-  if (n_q * pb.group <= kMaxSplitRows && tiled_tasks < 2 * static_cast<int64_t>(nt)) {
-    run_split(pb, pool, scratch, nt);
+  const bool split = n_q * pb.group <= kMaxSplitRows && tiled_tasks < 2 * static_cast<int64_t>(nt);
+  if (blocks) {
+    split ? run_blocks_split(pb, pool, scratch, nt) : run_blocks_tiled(pb, pool, scratch);
   } else {
-    run_tiled(pb, pool, scratch);
+    split ? run_split(pb, pool, scratch, nt) : run_tiled(pb, pool, scratch);
   }
   return {};
 }
