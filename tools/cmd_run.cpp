@@ -213,6 +213,12 @@ int run_run(const RunOptions& o) {
                     {"ttft_ms", t.ttft_ms},
                     {"prompt_tokens_per_second", t.prompt_tokens_per_second()},
                     {"generation_tokens_per_second", t.generation_tokens_per_second()}};
+    const KvStats kv = model->kv_stats();
+    j["kv"] = {{"bytes_per_token", kv.bytes_per_token},
+               {"cached_tokens", kv.cached_tokens},
+               {"bytes_resident", kv.bytes_resident},
+               {"bytes_spilled", kv.bytes_spilled},
+               {"prefix_hits", kv.prefix_hits}};
     j["model"] = model->info().path;
     j["placement"] = model->info().placement;
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
