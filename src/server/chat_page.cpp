@@ -3,7 +3,7 @@
 namespace geniex::server {
 namespace {
 
-// Element ids (#messages, #input, #send, #status, #model, #key) are what
+// Element ids (#messages, #input, #send, #status, #model, #key, #max) are what
 // tests/python/test_serve_chat_page.py drives; keep them stable.
 constexpr std::string_view kPage = R"GENIEX_PAGE(<!doctype html>
 <html lang="en">
@@ -31,6 +31,7 @@ constexpr std::string_view kPage = R"GENIEX_PAGE(<!doctype html>
 </head>
 <body>
 <header><b>GenieX</b><span id="model">…</span>
+  <label>max tokens <input id="max" type="number" value="512" min="1" style="width: 64px"></label>
   <label>API key <input id="key" type="password" autocomplete="off"></label>
   <button id="reset" type="button">New chat</button></header>
 <div id="messages"></div>
@@ -85,7 +86,8 @@ async function send(text) {
   try {
     const r = await fetch("/v1/chat/completions", {
       method: "POST", headers: headers(),
-      body: JSON.stringify({ model, messages: history, stream: true }),
+      body: JSON.stringify({ model, messages: history, stream: true,
+                            max_tokens: Number($("max").value) || 512 }),
     });
     if (!r.ok) {
       const j = await r.json().catch(() => ({}));

@@ -122,6 +122,11 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
   };
   EngineGate::Pass pass = st.gate.enter();  // remove when Model is thread-safe
   if (st.cancel_all.load()) return resource_exhausted("the server is shutting down");
+  // Every request starts from an empty context: a prompt evaluated after a reused prefix rounds
+  // differently from a full prefill (f16 cache reads), and a request's output must not depend
+  // on what ran before it (seeds reproducible, greedy == `geniex run`). With one context shared
+  // by unrelated clients the reuse would rarely hit anyway; remove with the gate.
+  st.model.reset();
   auto gen = st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
   if (gen.ok() && static_cast<int64_t>(gen->tokens.size()) > counted) {
     st.metrics.add_generated_tokens(static_cast<int64_t>(gen->tokens.size()) - counted);

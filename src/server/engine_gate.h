@@ -1,8 +1,8 @@
 // EngineGate: serializes calls into geniex::Model, which is not thread-safe yet.
 //
 // Remove when Model is thread-safe (continuous batching inside the engine): delete this file
-// pair and the one `gate_.enter()` in completion_handler.cpp; request threads then call
-// Model::generate concurrently and the engine batches them.
+// pair and the one `gate.enter()` (with the `model.reset()` after it) in completion_handler.cpp;
+// request threads then call Model::generate concurrently and the engine batches them.
 //
 // FIFO (a ticket lock), so requests run in arrival order and TTFT under load is fair.
 #pragma once
