@@ -55,11 +55,13 @@ APT_PACKAGES=(
   clang clang-format clang-tidy libclang-rt-14-dev llvm
   g++-aarch64-linux-gnu qemu-user-static
   libgtest-dev googletest libbenchmark-dev
-  libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev
+  libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  chromium chromium-driver
   python3 python3-venv
 )
 # Target (arm64) copies of the libraries the cross build may link; headers-only packages are shared.
-ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64)
+ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64
+  libcpp-httplib-dev:arm64)
 
 missing=()
 need_arm64_arch=0

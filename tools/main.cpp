@@ -8,6 +8,7 @@
 #include "cmd_bench.h"
 #include "cmd_inspect.h"
 #include "cmd_run.h"
+#include "cmd_serve.h"
 #include "cmd_tokenize.h"
 #include "command.h"
 
@@ -23,10 +24,10 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", "geniex " GENIEX_VERSION_STRING);
   app.require_subcommand(1);
 
-  // One line per subcommand; later: serve, bench, quantize, convert.
+  // One line per subcommand; later: quantize, convert.
   const std::vector<Command> commands = {
-      register_run(app),      register_chat(app),       register_inspect(app),
-      register_tokenize(app), register_detokenize(app), register_bench(app),
+      register_run(app),        register_chat(app),  register_inspect(app), register_tokenize(app),
+      register_detokenize(app), register_bench(app), register_serve(app),
   };
 
   try {

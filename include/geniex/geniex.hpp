@@ -85,6 +85,19 @@ enum class StopReason {
 /// "eog", "length", "stop", "cancelled", "context_full".
 std::string_view stop_reason_name(StopReason r);
 
+/// A token and its log-probability under the model's raw distribution (log-softmax of the
+/// logits: no penalties, truncation or temperature).
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;  ///< natural log
+};
+
+/// One generated token's log-probability and the most likely tokens at its position.
+struct TokenLogprobs {
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;  ///< GenerationConfig::logprobs entries, most likely first
+};
+
 /// Sampling and stopping for one generation. Defaults are llama.cpp's.
 struct GenerationConfig {
   int32_t max_tokens = 256;         ///< upper bound of generated tokens (>= 0)
@@ -108,6 +121,17 @@ struct GenerationConfig {
   bool parse_special = false;
   /// generate(text) only: add the vocabulary's BOS (and other automatic specials).
   bool add_special = true;
+  /// -1 = off. k >= 0: report each generated token's log-probability and the k most likely
+  /// tokens at its position (Generation::logprobs, and on_logprobs as it happens).
+  int32_t logprobs = -1;
+  /// With logprobs >= 0: called with each token's log-probabilities right after it is
+  /// sampled, before its text reaches the TokenCallback. Optional.
+  std::function<void(const TokenLogprobs&)> on_logprobs;
+  /// Constrained sampling (e.g. JSON output). When set, it is called with candidate tokens
+  /// in the sampler's order (greedy: most likely first; else repeated draws with rejected
+  /// tokens masked) and the first candidate it accepts is generated, so it may update its
+  /// own state when it returns true. No acceptable token -> kInvalidArgument.
+  std::function<bool(int32_t token)> token_filter;
 };
 
 /// Speed of one generation.
@@ -124,9 +148,10 @@ struct Timings {
 
 /// The result of generate() / chat().
 struct Generation {
-  std::string text;                    ///< generated text (no stop string, no EOG token text)
-  std::vector<int32_t> prompt_tokens;  ///< what the model was fed
-  std::vector<int32_t> tokens;         ///< generated ids (incl. a final EOG token if any)
+  std::string text;                     ///< generated text (no stop string, no EOG token text)
+  std::vector<int32_t> prompt_tokens;   ///< what the model was fed
+  std::vector<int32_t> tokens;          ///< generated ids (incl. a final EOG token if any)
+  std::vector<TokenLogprobs> logprobs;  ///< one per element of tokens when config.logprobs >= 0
   StopReason stop_reason = StopReason::kMaxTokens;
   Timings timings;
 };

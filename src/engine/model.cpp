@@ -1,9 +1,14 @@
 // Model: tokenization, chat templating and the generate loop (sampling, streaming, stop
 // strings, cancellation, timings) over Model::Impl::eval.
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <limits>
+#include <numeric>
 #include <random>
 
 #include "engine/model_impl.h"
+#include "engine/sampling/logprobs.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/stop_matcher.h"
 #include "tokenizer/jinja/chat_template.h"
@@ -29,6 +34,42 @@ sampling::SamplingParams params_of(const GenerationConfig& c) {
   p.penalty_last_n = c.penalty_last_n;
   p.seed = c.seed ? *c.seed : std::random_device{}();
   return p;
+}
+
+/// Draws the first token `accept` takes (GenerationConfig::token_filter): a few draws with the
+/// rejected tokens masked, then every token in logit order. `masked` is scratch space.
+Result<int32_t> sample_accepted(sampling::Sampler& sampler, std::span<const float> logits,
+                                std::span<const int32_t> history,
+                                const std::function<bool(int32_t)>& accept,
+                                std::vector<float>& masked) {
+  constexpr int kDraws = 32;
+  constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  masked.assign(logits.begin(), logits.end());
+  for (int i = 0; i < kDraws; ++i) {
+    auto token = sampler.sample(masked, history);
+    if (!token.ok()) break;  // every token masked
+    if (accept(*token)) return *token;
+    masked[static_cast<size_t>(*token)] = kMasked;
+  }
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  for (const int32_t t : order) {
+    if (masked[static_cast<size_t>(t)] != kMasked && accept(t)) return t;
+  }
+  return invalid_argument("token_filter accepted no token of the vocabulary");
+}
+
+Result<TokenLogprobs> logprobs_of(std::span<const float> logits, int32_t token, int32_t k) {
+  TokenLogprobs lp;
+  GENIEX_ASSIGN_OR_RETURN(lp.chosen.logprob, sampling::logprob_of(logits, token));
+  lp.chosen.token = token;
+  GENIEX_ASSIGN_OR_RETURN(auto top, sampling::top_logprobs(logits, k));
+  lp.top.reserve(top.size());
+  for (const auto& t : top) lp.top.push_back({t.id, t.logprob});
+  return lp;
 }
 
 }  // namespace
@@ -200,10 +241,22 @@ Result<Generation> Model::generate(std::span<const int32_t> prompt, const Genera
     gen.stop_reason = StopReason::kMaxTokens;
     done = true;
   }
+  std::vector<float> masked;  // token_filter scratch
   while (!done) {
-    GENIEX_ASSIGN_OR_RETURN(int32_t token, sampler.sample(logits, history));
+    int32_t token = -1;
+    if (config.token_filter) {
+      GENIEX_ASSIGN_OR_RETURN(
+          token, sample_accepted(sampler, logits, history, config.token_filter, masked));
+    } else {
+      GENIEX_ASSIGN_OR_RETURN(token, sampler.sample(logits, history));
+    }
     if (gen.tokens.empty()) tm.ttft_ms = ms_since(t_start);
     gen.tokens.push_back(token);
+    if (config.logprobs >= 0) {
+      GENIEX_ASSIGN_OR_RETURN(TokenLogprobs lp, logprobs_of(logits, token, config.logprobs));
+      if (config.on_logprobs) config.on_logprobs(lp);
+      gen.logprobs.push_back(std::move(lp));
+    }
     history.push_back(token);
     if (!config.ignore_eos && m.tok->is_eog(token)) {
       gen.stop_reason = StopReason::kEndOfGeneration;

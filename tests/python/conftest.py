@@ -60,3 +60,97 @@ def gemma_gguf() -> pathlib.Path:
 def run(cmd, **kw):
     """Runs a command, returning CompletedProcess with text output."""
     return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+# ---- geniex serve ------------------------------------------------------------------------------
+
+class Server:
+    """A running `geniex serve` on a free loopback port (see start_server)."""
+
+    def __init__(self, proc: subprocess.Popen, url: str, model_id: str, api_key: str | None):
+        self.proc = proc
+        self.url = url
+        self.base_url = url + "/v1"
+        self.model_id = model_id
+        self.api_key = api_key
+
+    def headers(self) -> dict:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def metrics(self) -> dict:
+        """/metrics as {name_with_labels: value}."""
+        import requests
+
+        r = requests.get(self.url + "/metrics", headers=self.headers(), timeout=10)
+        r.raise_for_status()
+        out = {}
+        for line in r.text.splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+    def wait_idle(self, timeout: float = 10.0) -> dict:
+        """Waits until no request holds a slot or waits for one; returns the metrics."""
+        import time
+
+        deadline = time.monotonic() + timeout
+        m = self.metrics()
+        while time.monotonic() < deadline:
+            m = self.metrics()
+            if m["geniex_requests_in_flight"] == 0 and m["geniex_requests_queued"] == 0:
+                return m
+            time.sleep(0.05)
+        pytest.fail(f"server not idle after {timeout}s: in_flight={m['geniex_requests_in_flight']} "
+                    f"queued={m['geniex_requests_queued']}")
+
+    def stop(self, timeout: float = 15.0) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            pytest.fail(f"geniex serve did not exit within {timeout}s of SIGTERM")
+
+
+def start_server(geniex_bin, model, *args, api_key=None, timeout=120.0) -> Server:
+    """Starts `geniex serve -m MODEL --port 0 ARGS` and waits for /health."""
+    import re
+    import time
+
+    import requests
+
+    cmd = [str(geniex_bin), "serve", "-m", str(model), "--port", "0", "-t", "2", *map(str, args)]
+    if api_key:
+        cmd += ["--api-key", api_key]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    m = re.search(r"model '([^']+)'.* listening on (http://\S+)", line)
+    if not m:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"geniex serve did not start: {line!r} {err}")
+    srv = Server(proc, m.group(2), m.group(1), api_key)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(srv.url + "/health", timeout=5).status_code == 200:
+                return srv
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.05)
+    srv.stop()
+    pytest.fail("geniex serve: /health never answered 200")
+
+
+@pytest.fixture(scope="session")
+def gemma_server(geniex_bin, gemma_gguf):
+    """One `geniex serve` on the real Gemma 3 270M for the whole session (no API key)."""
+    srv = start_server(geniex_bin, gemma_gguf, "--parallel", "2", "--queue", "8")
+    yield srv
+    rc = srv.stop()
+    assert rc == 0, f"geniex serve exited {rc} on SIGTERM"

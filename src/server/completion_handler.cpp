@@ -1,0 +1,277 @@
+#include "server/completion_handler.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/json_prefix.h"
+#include "server/response.h"
+
+namespace geniex::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(e.body(), "application/json");
+}
+
+ApiError from_status(const Status& s, const char* param) {
+  if (s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange) {
+    return invalid_value(param, s.message());
+  }
+  return internal_error(s.message());
+}
+
+/// The prompt's token ids, as Model::chat / Model::generate(text) would make them.
+ApiResult<std::vector<int32_t>> prompt_ids(const Model& m, const CompletionRequest& r) {
+  std::vector<int32_t> ids;
+  if (r.endpoint == Endpoint::kChat) {
+    auto text = m.apply_chat_template(r.messages, true);
+    if (!text.ok()) {
+      if (text.status().code() == StatusCode::kNotFound) {
+        return unsupported("messages", text.status().message());
+      }
+      return invalid_value("messages", text.status().message());
+    }
+    // Templates usually write the BOS text themselves; add it only when they do not.
+    auto bos = m.tokenize("", true, false);
+    auto plain = m.tokenize(*text, false, true);
+    if (!bos.ok() || !plain.ok()) return internal_error("tokenizer failed on the chat prompt");
+    const bool has_bos = !bos->empty() && plain->size() >= bos->size() &&
+                         std::equal(bos->begin(), bos->end(), plain->begin());
+    if (has_bos || bos->empty()) return std::move(*plain);
+    ids = std::move(*bos);
+    ids.insert(ids.end(), plain->begin(), plain->end());
+    return ids;
+  }
+  if (r.prompt_is_tokens) {
+    for (size_t i = 0; i < r.prompt_tokens.size(); ++i) {
+      if (r.prompt_tokens[i] >= m.info().n_vocab) {
+        return invalid_value("prompt", "token id " + std::to_string(r.prompt_tokens[i]) +
+                                           " at index " + std::to_string(i) +
+                                           " is outside the vocabulary (size " +
+                                           std::to_string(m.info().n_vocab) + ").");
+      }
+    }
+    return r.prompt_tokens;
+  }
+  auto t = m.tokenize(r.prompt, true, false);
+  if (!t.ok()) return from_status(t.status(), "prompt");
+  return std::move(*t);
+}
+
+/// One admitted request: everything the generation needs, shared with the stream provider.
+struct Job {
+  ServerState& st;
+  CompletionRequest req;
+  std::vector<int32_t> ids;
+  ResponseMeta meta;
+  Admission::Slot slot;
+  Clock::time_point arrival;
+  bool client_gone = false;
+};
+
+/// Gets each piece of text with the logprob entries of the tokens since the last piece (the
+/// callee may take them). Returns false to stop (client gone).
+using PieceSink = std::function<bool(std::string_view text, std::vector<LogprobEntry>& lps)>;
+
+/// Runs the generation through the engine gate. Logprob entries not yet handed to `sink`
+/// (tokens whose text never appeared) are left in `rest`.
+Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<LogprobEntry>& rest) {
+  ServerState& st = job.st;
+  GenerationConfig cfg = job.req.config;
+  std::vector<LogprobEntry>& pending = rest;
+  if (job.req.logprobs >= 0) {
+    cfg.logprobs = job.req.logprobs;
+    cfg.on_logprobs = [&](const TokenLogprobs& lp) {
+      if (st.model.is_end_of_generation(lp.chosen.token)) return;  // no text: not reported
+      LogprobEntry e;
+      e.chosen = {st.texts.text(lp.chosen.token), lp.chosen.logprob};
+      for (const auto& t : lp.top) e.top.push_back({st.texts.text(t.token), t.logprob});
+      pending.push_back(std::move(e));
+    };
+  }
+  JsonPrefix json;
+  if (job.req.json_object) {
+    const std::vector<std::string>& table = st.texts.table();
+    cfg.token_filter = [&](int32_t t) {
+      if (st.model.is_end_of_generation(t)) return json.complete();
+      const std::string& s = table[static_cast<size_t>(t)];
+      return !s.empty() && json.feed(s);
+    };
+  }
+  int64_t counted = 0;
+  const TokenCallback on_token = [&](std::string_view text, int32_t) {
+    if (counted++ == 0) {
+      st.metrics.observe_ttft(std::chrono::duration<double>(Clock::now() - job.arrival).count());
+    }
+    st.metrics.add_generated_tokens(1);
+    if (st.cancel_all.load()) return false;
+    if (!sink(text, pending)) {
+      job.client_gone = true;
+      return false;
+    }
+    return true;
+  };
+  EngineGate::Pass pass = st.gate.enter();  // remove when Model is thread-safe
+  if (st.cancel_all.load()) return resource_exhausted("the server is shutting down");
+  // Every request starts from an empty context: a prompt evaluated after a reused prefix rounds
+  // differently from a full prefill (f16 cache reads), and a request's output must not depend
+  // on what ran before it (seeds reproducible, greedy == `geniex run`). With one context shared
+  // by unrelated clients the reuse would rarely hit anyway; remove with the gate.
+  st.model.reset();
+  auto gen = st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
+  if (gen.ok() && static_cast<int64_t>(gen->tokens.size()) > counted) {
+    st.metrics.add_generated_tokens(static_cast<int64_t>(gen->tokens.size()) - counted);
+  }
+  if (gen.ok() && gen->stop_reason == StopReason::kCancelled) st.metrics.on_cancelled();
+  return gen;
+}
+
+Usage usage_of(const Job& job, const Generation& g) {
+  return {static_cast<int64_t>(job.ids.size()), static_cast<int64_t>(g.tokens.size())};
+}
+
+void respond_whole(Job& job, httplib::Response& res) {
+  std::vector<LogprobEntry> all, rest;
+  auto gen = generate(
+      job,
+      [&](std::string_view, std::vector<LogprobEntry>& lps) {
+        for (auto& e : lps) all.push_back(std::move(e));
+        lps.clear();
+        return true;
+      },
+      rest);
+  if (!gen.ok()) {
+    if (job.st.cancel_all.load()) return send_error(res, shutting_down());
+    return send_error(
+        res,
+        from_status(gen.status(), job.req.endpoint == Endpoint::kChat ? "messages" : "prompt"));
+  }
+  if (gen->stop_reason == StopReason::kCancelled) return send_error(res, shutting_down());
+  for (auto& e : rest) all.push_back(std::move(e));
+  std::optional<std::vector<LogprobEntry>> lps;
+  if (job.req.logprobs >= 0) lps = std::move(all);
+  const Usage u = usage_of(job, *gen);
+  const Json j =
+      job.req.endpoint == Endpoint::kChat
+          ? chat_completion_json(job.meta, gen->text, finish_reason(gen->stop_reason), u, lps)
+          : text_completion_json(job.meta, gen->text, finish_reason(gen->stop_reason), u, lps);
+  res.status = 200;
+  res.set_content(dump(j), "application/json");
+}
+
+/// Streams the whole generation into `sink` (called once by httplib's chunked provider).
+void stream(Job& job, httplib::DataSink& sink) {
+  const Endpoint ep = job.req.endpoint;
+  const bool usage = job.req.include_usage;
+  const bool want_lps = job.req.logprobs >= 0;
+  auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+  if (ep == Endpoint::kChat) {
+    ChunkParts role;
+    role.role = true;
+    role.content = "";
+    if (!write(sse_event(stream_chunk_json(ep, job.meta, role, usage)))) {
+      job.client_gone = true;
+      return;
+    }
+  }
+  size_t offset = 0;
+  std::vector<LogprobEntry> rest;
+  auto gen = generate(
+      job,
+      [&](std::string_view text, std::vector<LogprobEntry>& lps) {
+        ChunkParts p;
+        p.content = std::string(text);
+        p.text_offset = offset;
+        offset += text.size();
+        if (want_lps) {
+          p.logprobs = std::move(lps);
+          lps.clear();
+        }
+        return write(sse_event(stream_chunk_json(ep, job.meta, p, usage)));
+      },
+      rest);
+  if (job.client_gone) return;
+  if (!gen.ok()) {
+    const ApiError e =
+        job.st.cancel_all.load()
+            ? shutting_down()
+            : from_status(gen.status(), ep == Endpoint::kChat ? "messages" : "prompt");
+    write(sse_event(e.to_json()));
+    write(sse_done());
+    return;
+  }
+  ChunkParts last;
+  last.finish = finish_reason(gen->stop_reason);
+  last.text_offset = offset;
+  if (want_lps && !rest.empty()) last.logprobs = std::move(rest);
+  if (!write(sse_event(stream_chunk_json(ep, job.meta, last, usage)))) return;
+  if (usage && !write(sse_event(usage_chunk_json(ep, job.meta, usage_of(job, *gen))))) return;
+  write(sse_done());
+}
+
+}  // namespace
+
+void handle_completion(ServerState& st, const httplib::Request& req, httplib::Response& res,
+                       Endpoint endpoint) {
+  const auto arrival = Clock::now();
+  if (st.draining.load()) return send_error(res, shutting_down());
+  auto parsed = endpoint == Endpoint::kChat ? parse_chat_request(req.body)
+                                            : parse_completion_request(req.body);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+  CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
+  if (r.model != st.options.model_id) return send_error(res, model_not_found(r.model));
+
+  auto ids = prompt_ids(st.model, r);
+  if (auto* e = std::get_if<ApiError>(&ids)) return send_error(res, *e);
+  std::vector<int32_t> prompt = std::move(std::get<std::vector<int32_t>>(ids));
+  const int32_t n_ctx = st.model.info().n_ctx;
+  const char* prompt_param = endpoint == Endpoint::kChat ? "messages" : "prompt";
+  if (prompt.empty()) return send_error(res, invalid_value(prompt_param, "the prompt is empty."));
+  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
+    ApiError e = invalid_value(prompt_param, "the prompt is " + std::to_string(prompt.size()) +
+                                                 " tokens but this server's context holds " +
+                                                 std::to_string(n_ctx) +
+                                                 " (prompt + at least one generated token).");
+    e.code = "context_length_exceeded";
+    return send_error(res, e);
+  }
+  // Huge or absent max_tokens: bounded by the room left in the context (finish "length").
+  const int32_t room = n_ctx - static_cast<int32_t>(prompt.size());
+  if (r.config.max_tokens < 0 || r.config.max_tokens > room) r.config.max_tokens = room;
+
+  auto job = std::make_shared<Job>(Job{st, std::move(r), std::move(prompt), {}, {}, arrival});
+  switch (st.admission.acquire(job->slot)) {
+    case Admission::Outcome::kAdmitted: break;
+    case Admission::Outcome::kQueueFull:
+      return send_error(res, queue_full(st.admission.parallel(), st.admission.queue_capacity()));
+    case Admission::Outcome::kClosed: return send_error(res, shutting_down());
+  }
+  st.metrics.add_prompt_tokens(static_cast<int64_t>(job->ids.size()));
+  job->meta = {make_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
+               static_cast<int64_t>(std::time(nullptr)), st.options.model_id};
+
+  if (!job->req.stream) return respond_whole(*job, res);
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [job](size_t, httplib::DataSink& sink) {
+        stream(*job, sink);
+        if (!job->client_gone) sink.done();
+        job->slot.release();
+        return !job->client_gone;
+      },
+      [job](bool) { job->slot.release(); });
+}
+
+}  // namespace geniex::server

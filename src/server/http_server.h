@@ -1,0 +1,52 @@
+// HttpServer: the OpenAI-compatible HTTP front end over one geniex::Model (cpp-httplib).
+// Transport concerns live here — routes, API-key check, body limit, OpenAI-shaped error
+// bodies for every 4xx/5xx, per-request metrics, worker threads, graceful shutdown; the
+// routes themselves are in completion_handler.cpp and routes_info.cpp.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "geniex/geniex.hpp"
+#include "server/server_state.h"
+
+namespace httplib {  // NOLINT(readability-identifier-naming): third-party name
+class Server;
+}  // namespace httplib
+
+namespace geniex::server {
+
+class HttpServer {
+ public:
+  /// `model` must outlive the server.
+  HttpServer(Model& model, ServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  /// Binds host:port (port 0 = any free port). kIoError when the address is taken or invalid.
+  [[nodiscard]] Status bind();
+  /// The bound port.
+  [[nodiscard]] int port() const { return port_; }
+  /// "http://host:port".
+  [[nodiscard]] std::string url() const;
+
+  /// Serves until shutdown() has finished; returns once every worker has stopped.
+  Status run();
+
+  /// Thread-safe; returns quickly. Stops accepting (new requests and queued ones get 503),
+  /// lets in-flight generations finish for options.shutdown_grace, then cancels them.
+  /// Blocks until that is decided (at most the grace period).
+  void shutdown();
+
+  [[nodiscard]] ServerState& state() { return *state_; }
+
+ private:
+  void install_routes();
+
+  std::unique_ptr<ServerState> state_;
+  std::unique_ptr<httplib::Server> http_;
+  int port_ = 0;
+};
+
+}  // namespace geniex::server

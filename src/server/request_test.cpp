@@ -1,0 +1,206 @@
+// Parsing and validation of OpenAI request bodies: what is accepted, the defaults, and the
+// 400s (with `param`) for wrong types, bad values and unsupported features.
+#include "server/request.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace geniex::server {
+namespace {
+
+CompletionRequest chat_ok(const std::string& body) {
+  auto r = parse_chat_request(body);
+  if (auto* e = std::get_if<ApiError>(&r)) ADD_FAILURE() << body << " -> " << e->message;
+  return std::holds_alternative<CompletionRequest>(r) ? std::get<CompletionRequest>(r)
+                                                      : CompletionRequest{};
+}
+
+ApiError chat_err(const std::string& body) {
+  auto r = parse_chat_request(body);
+  if (!std::holds_alternative<ApiError>(r)) {
+    ADD_FAILURE() << "accepted: " << body;
+    return {};
+  }
+  return std::get<ApiError>(r);
+}
+
+ApiError completion_err(const std::string& body) {
+  auto r = parse_completion_request(body);
+  if (!std::holds_alternative<ApiError>(r)) {
+    ADD_FAILURE() << "accepted: " << body;
+    return {};
+  }
+  return std::get<ApiError>(r);
+}
+
+const std::string kMsgs = R"("model":"m","messages":[{"role":"user","content":"hi"}])";
+
+TEST(ChatRequest, MinimalBodyGetsOpenAiDefaults) {
+  const auto r = chat_ok("{" + kMsgs + "}");
+  EXPECT_EQ(r.model, "m");
+  ASSERT_EQ(r.messages.size(), 1u);
+  EXPECT_EQ(r.messages[0].role, "user");
+  EXPECT_EQ(r.messages[0].content, "hi");
+  EXPECT_FLOAT_EQ(r.config.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.config.top_p, 1.0f);
+  EXPECT_EQ(r.config.top_k, 0);
+  EXPECT_FLOAT_EQ(r.config.min_p, 0.0f);
+  EXPECT_EQ(r.config.max_tokens, -1);  // fill the context
+  EXPECT_FALSE(r.stream);
+  EXPECT_EQ(r.logprobs, -1);
+  EXPECT_FALSE(r.json_object);
+}
+
+TEST(ChatRequest, EveryFieldMapsToTheConfig) {
+  const auto r = chat_ok("{" + kMsgs +
+                         R"(,"temperature":0,"top_p":0.5,"max_tokens":7,"seed":42,
+      "stop":["a","b"],"presence_penalty":0.5,"frequency_penalty":-1,"stream":true,
+      "stream_options":{"include_usage":true},"logprobs":true,"top_logprobs":3,
+      "response_format":{"type":"json_object"},"n":1,"user":"x","unknown_field":{"a":1}})");
+  EXPECT_FLOAT_EQ(r.config.temperature, 0.0f);
+  EXPECT_FLOAT_EQ(r.config.top_p, 0.5f);
+  EXPECT_EQ(r.config.max_tokens, 7);
+  ASSERT_TRUE(r.config.seed.has_value());
+  EXPECT_EQ(*r.config.seed, 42u);
+  EXPECT_EQ(r.config.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_FLOAT_EQ(r.config.presence_penalty, 0.5f);
+  EXPECT_FLOAT_EQ(r.config.frequency_penalty, -1.0f);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.logprobs, 3);
+  EXPECT_TRUE(r.json_object);
+}
+
+TEST(ChatRequest, MaxCompletionTokensWinsAndHugeValuesAreCapped) {
+  auto r = chat_ok("{" + kMsgs + R"(,"max_completion_tokens":5,"max_tokens":9})");
+  EXPECT_EQ(r.config.max_tokens, 5);
+  r = chat_ok("{" + kMsgs + R"(,"max_tokens":9223372036854775807})");
+  EXPECT_EQ(r.config.max_tokens, kMaxTokensCap);
+}
+
+TEST(ChatRequest, ContentPartsStopStringAndNulls) {
+  const auto r = chat_ok(
+      R"({"model":"m","messages":[{"role":"developer","content":"sys"},
+      {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]},
+      {"role":"assistant","content":null}],"stop":"x","temperature":null,"seed":null})");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[1].content, "a\nb");
+  EXPECT_EQ(r.messages[2].content, "");
+  EXPECT_EQ(r.config.stop, (std::vector<std::string>{"x"}));
+  EXPECT_FLOAT_EQ(r.config.temperature, 1.0f);
+  EXPECT_FALSE(r.config.seed.has_value());
+}
+
+TEST(ChatRequest, MalformedBodiesAre400WithoutParam) {
+  for (const char* body : {"", "{", "{\"model\":", "[1,2]", "\"text\"", "{\"a\":1,}", "nul"}) {
+    const ApiError e = chat_err(body);
+    EXPECT_EQ(e.status, 400) << body;
+    EXPECT_EQ(e.type, "invalid_request_error");
+    EXPECT_FALSE(e.param.has_value()) << body;
+  }
+}
+
+TEST(ChatRequest, WrongTypesName400Param) {
+  struct Case {
+    std::string extra;
+    std::string param;
+  };
+  const Case cases[] = {
+      {R"("temperature":"hot")", "temperature"},
+      {R"("max_tokens":1.5)", "max_tokens"},
+      {R"("max_tokens":true)", "max_tokens"},
+      {R"("stream":"yes")", "stream"},
+      {R"("stop":5)", "stop"},
+      {R"("stop":["a",1])", "stop[1]"},
+      {R"("seed":"1")", "seed"},
+      {R"("logprobs":1)", "logprobs"},
+      {R"("top_p":[1])", "top_p"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = chat_err("{" + kMsgs + "," + c.extra + "}");
+    EXPECT_EQ(e.status, 400) << c.extra;
+    EXPECT_EQ(e.param.value_or(""), c.param) << c.extra;
+    EXPECT_EQ(e.code.value_or(""), "invalid_type") << c.extra;
+  }
+}
+
+TEST(ChatRequest, BadValuesName400Param) {
+  struct Case {
+    std::string body;
+    std::string param;
+  };
+  const Case cases[] = {
+      {"{" + kMsgs + R"(,"temperature":2.5})", "temperature"},
+      {"{" + kMsgs + R"(,"top_p":-0.1})", "top_p"},
+      {"{" + kMsgs + R"(,"max_tokens":0})", "max_tokens"},
+      {"{" + kMsgs + R"(,"presence_penalty":3})", "presence_penalty"},
+      {"{" + kMsgs + R"(,"top_logprobs":21,"logprobs":true})", "top_logprobs"},
+      {"{" + kMsgs + R"(,"top_logprobs":2})", "top_logprobs"},
+      {"{" + kMsgs + R"(,"stop":["a","b","c","d","e"]})", "stop"},
+      {"{" + kMsgs + R"(,"stream_options":{"include_usage":true}})", "stream_options"},
+      {"{" + kMsgs + R"(,"response_format":{"type":"yaml"}})", "response_format.type"},
+      {R"({"model":"m","messages":[]})", "messages"},
+      {R"({"model":"m","messages":[{"role":"tool","content":"x"}]})", "messages[0].role"},
+      {R"({"model":"m","messages":[{"content":"x"}]})", "messages[0].role"},
+      {R"({"model":"m","messages":[{"role":"user"}]})", "messages[0].content"},
+      {R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content"},
+      {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+       "messages[0].content[0].type"},
+      {R"({"messages":[{"role":"user","content":"x"}]})", "model"},
+      {R"({"model":"m"})", "messages"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = chat_err(c.body);
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param.value_or(""), c.param) << c.body;
+  }
+}
+
+TEST(ChatRequest, UnsupportedFeaturesAreClear400s) {
+  for (const auto& [extra, param] : std::vector<std::pair<std::string, std::string>>{
+           {R"("n":2)", "n"},
+           {R"("tools":[{"type":"function"}])", "tools"},
+           {R"("logit_bias":{"1":5})", "logit_bias"},
+           {R"("response_format":{"type":"json_schema"})", "response_format.type"}}) {
+    const ApiError e = chat_err("{" + kMsgs + "," + extra + "}");
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param.value_or(""), param);
+    EXPECT_EQ(e.code.value_or(""), "unsupported_parameter") << extra;
+  }
+  // Empty tools / logit_bias and n = 1 are fine.
+  chat_ok("{" + kMsgs + R"(,"tools":[],"logit_bias":{},"n":1})");
+}
+
+TEST(CompletionRequest, PromptFormsAndDefaults) {
+  auto r = parse_completion_request(R"({"model":"m","prompt":"abc"})");
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(r));
+  auto c = std::get<CompletionRequest>(r);
+  EXPECT_EQ(c.prompt, "abc");
+  EXPECT_EQ(c.config.max_tokens, 16);  // the completions API default
+  r = parse_completion_request(R"({"model":"m","prompt":["abc"],"logprobs":2,"max_tokens":3})");
+  c = std::get<CompletionRequest>(r);
+  EXPECT_EQ(c.prompt, "abc");
+  EXPECT_EQ(c.logprobs, 2);
+  EXPECT_EQ(c.config.max_tokens, 3);
+  r = parse_completion_request(R"({"model":"m","prompt":[1,2,3]})");
+  c = std::get<CompletionRequest>(r);
+  EXPECT_TRUE(c.prompt_is_tokens);
+  EXPECT_EQ(c.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+}
+
+TEST(CompletionRequest, Errors) {
+  EXPECT_EQ(completion_err(R"({"model":"m"})").param.value_or(""), "prompt");
+  EXPECT_EQ(completion_err(R"({"model":"m","prompt":5})").param.value_or(""), "prompt");
+  EXPECT_EQ(completion_err(R"({"model":"m","prompt":["a","b"]})").param.value_or(""), "prompt");
+  EXPECT_EQ(completion_err(R"({"model":"m","prompt":[1,-2]})").param.value_or(""), "prompt[1]");
+  EXPECT_EQ(completion_err(R"({"model":"m","prompt":"a","logprobs":6})").param.value_or(""),
+            "logprobs");
+  EXPECT_EQ(completion_err(R"({"model":"m","prompt":"a","echo":true})").param.value_or(""), "echo");
+  EXPECT_EQ(completion_err(R"({"model":"m","prompt":"a","best_of":2})").param.value_or(""),
+            "best_of");
+}
+
+}  // namespace
+}  // namespace geniex::server

@@ -1,0 +1,50 @@
+// What every route handler shares: the model, the options, admission control, the engine gate,
+// metrics and the shutdown flags. Owned by HttpServer; handlers borrow it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "geniex/geniex.hpp"
+#include "server/admission.h"
+#include "server/engine_gate.h"
+#include "server/metrics.h"
+#include "server/token_texts.h"
+
+namespace geniex::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 18181;     ///< 0 = any free port (HttpServer::port() tells which)
+  std::string api_key;  ///< empty = no authentication
+  int parallel = 4;     ///< requests generating at once
+  int queue = 32;       ///< requests waiting for a slot before 429
+  size_t max_body_bytes = 4u << 20;
+  std::string model_id;                            ///< the name clients send as "model"
+  int64_t created = 0;                             ///< unix seconds, reported by /v1/models
+  std::chrono::milliseconds shutdown_grace{5000};  ///< in-flight work may finish this long
+};
+
+struct ServerState {
+  ServerState(Model& m, ServerOptions o)
+      : model(m), options(std::move(o)), admission(options.parallel, options.queue), texts(m) {}
+
+  Model& model;
+  const ServerOptions options;
+  Admission admission;
+  EngineGate gate;  // remove when Model is thread-safe
+  Metrics metrics;
+  TokenTexts texts;
+  std::atomic<bool> draining{false};    ///< shutdown began: new requests get 503
+  std::atomic<bool> cancel_all{false};  ///< grace period over: in-flight generations stop
+
+  [[nodiscard]] MetricGauges gauges() const {
+    return {admission.in_flight(), admission.queued(), admission.parallel(),
+            admission.queue_capacity(), model.info().n_ctx};
+  }
+};
+
+}  // namespace geniex::server
