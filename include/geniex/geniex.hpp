@@ -7,7 +7,9 @@
 //   auto out = model->generate("The capital of France is", geniex::GenerationConfig{});
 //
 // Nothing here throws: every fallible call returns a Status or Result (geniex/status.h).
-// A Model is not thread-safe; use one per thread (they may share nothing but the file cache).
+// A Model is thread-safe: generate()/chat() may be called from many threads at once and the
+// calls are batched into shared forward passes (continuous batching, see with_max_sequences).
+// Callbacks run on the calling thread.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +62,14 @@ Result<KvCacheType> parse_kv_cache_type(std::string_view name);
 enum class ContextOverflow {
   kStop,   ///< generation ends with StopReason::kContextFull (the default; nothing is lost)
   kShift,  ///< keep the first n_keep tokens, drop the oldest half of the rest, and go on
+};
+
+/// The batching engine's counters, for monitoring.
+struct EngineStats {
+  int64_t steps = 0;           ///< forward passes run
+  int64_t batched_tokens = 0;  ///< tokens evaluated over all steps (decode + prefill)
+  int32_t active = 0;          ///< requests holding a sequence
+  int32_t queued = 0;          ///< requests waiting for a sequence
 };
 
 /// The KV cache's memory, for monitoring.
@@ -232,6 +242,7 @@ class Model {
   /// The tokens of the cached context.
   [[nodiscard]] std::vector<int32_t> cached_tokens() const;
   [[nodiscard]] KvStats kv_stats() const;
+  [[nodiscard]] EngineStats engine_stats() const;
 
   [[nodiscard]] const ModelInfo& info() const;
 
@@ -259,6 +270,10 @@ class ModelBuilder {
   /// Most bytes of KV kept in memory (default 0: no limit); beyond it the least recently used
   /// blocks spill to a file in `spill_dir` (default $TMPDIR or /tmp) and come back when needed.
   ModelBuilder& with_kv_budget(int64_t bytes, std::string spill_dir = {});
+  /// Sequences that generate at once (default 4). Concurrent generate()/chat() calls from
+  /// different threads are batched: every decode step runs all of them in one forward pass.
+  /// Calls beyond this wait for a free sequence. Each sequence may hold the whole context.
+  ModelBuilder& with_max_sequences(int32_t n);
   /// Policy when a generation fills the context (default kStop).
   ModelBuilder& with_context_overflow(ContextOverflow policy, int32_t n_keep = 0);
   /// Receives log lines (placement decisions, fallbacks). Default: none.
@@ -277,6 +292,7 @@ class ModelBuilder {
   KvCacheType kv_type_ = KvCacheType::kF16;
   int64_t kv_budget_ = 0;
   std::string spill_dir_;
+  int32_t max_sequences_ = 4;
   ContextOverflow overflow_ = ContextOverflow::kStop;
   int32_t n_keep_ = 0;
   std::function<void(std::string_view)> log_;

@@ -77,6 +77,10 @@ ModelBuilder& ModelBuilder::with_kv_budget(int64_t bytes, std::string spill_dir)
   spill_dir_ = std::move(spill_dir);
   return *this;
 }
+ModelBuilder& ModelBuilder::with_max_sequences(int32_t n) {
+  max_sequences_ = n;
+  return *this;
+}
 ModelBuilder& ModelBuilder::with_context_overflow(ContextOverflow policy, int32_t n_keep) {
   overflow_ = policy;
   n_keep_ = n_keep;
@@ -135,6 +139,10 @@ Result<Model> ModelBuilder::build() const {
                             ? std::min<int32_t>(n_ctx_, static_cast<int32_t>(cfg.context_length))
                             : n_ctx_;
   if (kv_budget_ < 0) return invalid_argument("KV budget must be >= 0 bytes");
+  if (max_sequences_ < 1 || max_sequences_ > 256) {
+    return invalid_argument("max sequences must be in [1, 256], got " +
+                            std::to_string(max_sequences_));
+  }
   if (n_keep_ < 0 || n_keep_ >= n_ctx / 2) {
     return invalid_argument("context shift keeps " + std::to_string(n_keep_) +
                             " tokens; it must be in [0, n_ctx / 2 = " + std::to_string(n_ctx / 2) +
@@ -143,7 +151,7 @@ Result<Model> ModelBuilder::build() const {
   runtime::KvManagerSpec spec;
   spec.n_ctx = n_ctx;
   spec.n_batch = n_batch_;
-  spec.n_seq_max = 1;
+  spec.n_seq_max = max_sequences_;
   spec.type = kv_ggml_type(kv_type_);
   spec.budget_bytes = static_cast<size_t>(kv_budget_);
   if (!spill_dir_.empty()) {
@@ -159,7 +167,6 @@ Result<Model> ModelBuilder::build() const {
     spec.layers.push_back(l);
   }
   GENIEX_ASSIGN_OR_RETURN(impl->kv, runtime::KvManager::create(spec));
-  GENIEX_ASSIGN_OR_RETURN(impl->seq, impl->kv->open_sequence());
   impl->n_ctx = n_ctx;
   impl->overflow = overflow_;
   impl->shift_keep = n_keep_;
@@ -211,6 +218,16 @@ Result<Model> ModelBuilder::build() const {
     info.placement = placement.stage + " -> " + placement.backend;
     for (const auto& n : placement.notes) info.placement += " (" + n + ")";
   }
+  engine::BatchEngineOptions bo;
+  bo.n_batch = n_batch_;
+  bo.n_ctx = n_ctx;
+  Model::Impl* raw = impl.get();
+  bo.on_context_full = [raw](runtime::KvManager::SeqId seq) -> Result<bool> {
+    if (raw->overflow != ContextOverflow::kShift) return false;
+    GENIEX_TRY(raw->shift_context(seq));
+    return true;
+  };
+  impl->batch = std::make_unique<engine::BatchEngine>(*impl->kv, *impl->runner, std::move(bo));
   return Model(std::move(impl));
 }
 

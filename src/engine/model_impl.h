@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/batch_engine.h"
 #include "engine/step_runner.h"
 #include "geniex/geniex.hpp"
 #include "gguf/gguf_reader.h"
@@ -31,7 +32,6 @@ struct Model::Impl {
   std::optional<std::string> chat_template;  ///< Jinja text; nullopt when none is known
   std::optional<runtime::Scheduler> scheduler;
   std::unique_ptr<runtime::KvManager> kv;
-  runtime::KvManager::SeqId seq = 0;  ///< the sequence generate() continues
   std::unique_ptr<engine::StepRunner> runner;
   int32_t n_batch = 512;
   int32_t n_ctx = 0;
@@ -39,28 +39,18 @@ struct Model::Impl {
   int32_t shift_keep = 0;  ///< tokens kept at the start by a context shift
   ModelInfo info;
 
-  /// Appends `tokens` to the context (in steps of at most n_batch) and returns the logits of
-  /// the last token, or of every token when `all_logits` (rows of n_vocab). On error the
-  /// context is rolled back to what it was.
-  Result<std::vector<float>> eval(std::span<const int32_t> tokens, bool all_logits);
-
-  /// One generated token (the step graph is cached across steps): returns the logits, valid
-  /// until the next call.
-  Result<std::span<const float>> decode_one(int32_t token);
-
-  /// Drops cached tokens after the longest common prefix with `prompt` (or attaches cached
-  /// blocks that start it), keeping at least one prompt token to evaluate. Returns how many
-  /// prompt tokens are reused.
-  int32_t reuse_prefix(std::span<const int32_t> prompt);
-
-  /// Context shift: keeps the first shift_keep tokens and drops half of the rest.
-  Status shift_context();
+  /// Context shift of sequence `seq`: keeps the first shift_keep tokens and drops half of the
+  /// rest.
+  Status shift_context(runtime::KvManager::SeqId seq);
 
   /// Identifies the model and KV layout in state files.
   [[nodiscard]] std::string state_fingerprint() const;
 
   /// Checks ids are inside the vocabulary.
   Status check_tokens(std::span<const int32_t> tokens) const;
+
+  /// Declared last: destroyed first (its thread uses kv and runner).
+  std::unique_ptr<engine::BatchEngine> batch;
 };
 
 }  // namespace geniex

@@ -1,0 +1,273 @@
+// BatchEngine: admission into sequence slots, one batched step at a time, sampling.
+#include "engine/batch_engine.h"
+
+#include <algorithm>
+
+namespace geniex::engine {
+namespace {
+
+size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+BatchEngine::BatchEngine(runtime::KvManager& kv, StepRunner& runner, BatchEngineOptions options)
+    : kv_(kv), runner_(runner), opt_(std::move(options)) {
+  for (int32_t i = 0; i < kv_.spec().n_seq_max; ++i) {
+    auto seq = kv_.open_sequence();
+    if (!seq.ok()) break;  // create() sized the manager for n_seq_max: cannot happen
+    slots_.push_back(Slot{*seq, nullptr, 0});
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+BatchEngine::~BatchEngine() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<Request> BatchEngine::submit(std::unique_ptr<Request> r) {
+  std::shared_ptr<Request> sp(std::move(r));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(sp);
+    stats_.queued = static_cast<int32_t>(queue_.size());
+  }
+  cv_.notify_all();
+  return sp;
+}
+
+int BatchEngine::pick_slot(const Request& r) const {
+  int best = -1, lru = -1;
+  size_t best_len = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& s = slots_[i];
+    if (s.req) continue;
+    if (lru < 0 || s.last_use < slots_[static_cast<size_t>(lru)].last_use)
+      lru = static_cast<int>(i);
+    if (r.kind != Request::Kind::kGenerate) continue;
+    const size_t n = common_prefix(kv_.tokens(s.seq), r.prompt);
+    if (n > best_len) {
+      best_len = n;
+      best = static_cast<int>(i);
+    }
+  }
+  return best >= 0 ? best : lru;
+}
+
+void BatchEngine::admit() {
+  reap();
+  while (!queue_.empty()) {
+    const int slot = pick_slot(*queue_.front());
+    if (slot < 0) break;
+    auto r = queue_.front();
+    queue_.pop_front();
+    Slot& s = slots_[static_cast<size_t>(slot)];
+    s.req = r;
+    s.last_use = ++clock_;
+    r->slot = slot;
+    if (r->kind == Request::Kind::kGenerate) {
+      r->set_cached(kv_.reuse_prefix(s.seq, r->prompt));
+    } else {
+      kv_.truncate(s.seq, 0);
+      r->set_cached(0);
+    }
+  }
+  stats_.queued = static_cast<int32_t>(queue_.size());
+}
+
+void BatchEngine::reap() {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].req && slots_[i].req->done()) release(static_cast<int>(i));
+  }
+}
+
+void BatchEngine::release(int slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  s.req.reset();
+  s.last_use = ++clock_;
+  last_slot_ = slot;
+}
+
+void BatchEngine::loop() {
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [&] {
+      if (stop_) return true;
+      for (const Slot& s : slots_) {
+        if (s.req) return true;
+      }
+      return !queue_.empty();
+    });
+    if (stop_) break;
+    admit();
+    std::vector<std::shared_ptr<Request>> reqs;
+    for (const Slot& s : slots_) {
+      if (s.req && !s.req->done()) reqs.push_back(s.req);
+    }
+    lk.unlock();
+    const int32_t n = step(reqs);
+    lk.lock();
+    if (n > 0) {
+      ++stats_.steps;
+      stats_.batched_tokens += n;
+    }
+    int active = 0;
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (!slots_[i].req) continue;
+      if (slots_[i].req->done()) {
+        release(static_cast<int>(i));
+      } else {
+        ++active;
+      }
+    }
+    stats_.active = active;
+  }
+  const Status gone = internal_error("the model was destroyed while the request was pending");
+  for (auto& r : queue_) r->fail(gone);
+  queue_.clear();
+  for (Slot& s : slots_) {
+    if (s.req) s.req->fail(gone);
+    s.req.reset();
+  }
+}
+
+int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
+  std::lock_guard<std::mutex> compute(compute_mu_);
+  std::vector<StepItem> items;
+  std::vector<Request*> owner;
+  std::vector<int32_t> next(reqs.size());
+  items.reserve(reqs.size());
+  int32_t budget = opt_.n_batch;
+  // Decode tokens of generating requests first: every running stream advances each step.
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    Request& r = *reqs[i];
+    if (r.cancel_requested()) {
+      r.finish(StopReason::kCancelled);
+      continue;
+    }
+    if (r.n_evaluated < static_cast<int32_t>(r.prompt.size())) continue;  // still prefilling
+    const auto seq = slots_[static_cast<size_t>(r.slot)].seq;
+    if (kv_.n_tokens(seq) >= opt_.n_ctx) {
+      auto room = opt_.on_context_full ? opt_.on_context_full(seq) : Result<bool>(false);
+      if (!room.ok()) {
+        r.fail(room.status());
+        continue;
+      }
+      if (!*room) {
+        r.finish(StopReason::kContextFull);
+        continue;
+      }
+    }
+    next[i] = r.next_token();
+    items.push_back(StepItem{seq, std::span<const int32_t>(&next[i], 1), false});
+    owner.push_back(&r);
+    --budget;
+  }
+  // Then prefill chunks of new prompts, oldest first, in what is left of the step.
+  for (auto& rp : reqs) {
+    Request& r = *rp;
+    const auto n_prompt = static_cast<int32_t>(r.prompt.size());
+    if (r.done() || r.n_evaluated >= n_prompt || budget <= 0) continue;
+    const int32_t chunk = std::min(budget, n_prompt - r.n_evaluated);
+    const auto seq = slots_[static_cast<size_t>(r.slot)].seq;
+    items.push_back(StepItem{seq,
+                             std::span<const int32_t>(r.prompt).subspan(
+                                 static_cast<size_t>(r.n_evaluated), static_cast<size_t>(chunk)),
+                             r.kind == Request::Kind::kLogits});
+    owner.push_back(&r);
+    budget -= chunk;
+  }
+  if (items.empty()) return 0;
+  auto logits = runner_.run(items);
+  if (!logits.ok()) {
+    for (Request* r : owner) r->fail(logits.status());
+    return 0;
+  }
+  const size_t n_vocab = logits->size() / [&] {
+    size_t rows = 0;
+    for (const auto& it : items) rows += it.all_logits ? it.tokens.size() : 1;
+    return rows;
+  }();
+  size_t row = 0;
+  for (size_t k = 0; k < items.size(); ++k) {
+    Request& r = *owner[k];
+    const size_t n_rows = items[k].all_logits ? items[k].tokens.size() : 1;
+    const auto rows = logits->subspan(row * n_vocab, n_rows * n_vocab);
+    row += n_rows;
+    const bool prefill = r.n_evaluated < static_cast<int32_t>(r.prompt.size());
+    if (prefill) {
+      r.n_evaluated += static_cast<int32_t>(items[k].tokens.size());
+      const bool complete = r.n_evaluated == static_cast<int32_t>(r.prompt.size());
+      if (r.kind == Request::Kind::kLogits) {
+        r.on_all_logits(rows);
+        if (complete) r.finish(StopReason::kMaxTokens);
+        continue;
+      }
+      if (!complete) continue;
+    }
+    Status s = r.on_logits(rows);
+    if (!s.ok()) r.fail(s);
+  }
+  return opt_.n_batch - budget;
+}
+
+Status BatchEngine::with_last_sequence(const std::function<Status(runtime::KvManager::SeqId)>& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> compute(compute_mu_);
+  reap();
+  return fn(slots_[static_cast<size_t>(last_slot_)].seq);
+}
+
+Status BatchEngine::with_idle_sequence(const std::function<Status(runtime::KvManager::SeqId)>& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> compute(compute_mu_);
+  reap();
+  int lru = -1;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].req) continue;
+    if (lru < 0 || slots_[i].last_use < slots_[static_cast<size_t>(lru)].last_use) {
+      lru = static_cast<int>(i);
+    }
+  }
+  if (lru < 0) return resource_exhausted("every sequence slot is busy");
+  Status s = fn(slots_[static_cast<size_t>(lru)].seq);
+  slots_[static_cast<size_t>(lru)].last_use = ++clock_;
+  last_slot_ = lru;
+  return s;
+}
+
+void BatchEngine::reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> compute(compute_mu_);
+  reap();
+  for (const Slot& s : slots_) {
+    if (!s.req) kv_.truncate(s.seq, 0);
+  }
+  kv_.clear_prefix_cache();
+}
+
+void BatchEngine::exclusive(const std::function<void()>& fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> compute(compute_mu_);
+  reap();
+  fn();
+}
+
+BatchEngineStats BatchEngine::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  BatchEngineStats s = stats_;
+  s.active = 0;
+  for (const Slot& slot : slots_) s.active += slot.req && !slot.req->done() ? 1 : 0;
+  s.queued = static_cast<int32_t>(queue_.size());
+  return s;
+}
+
+}  // namespace geniex::engine
