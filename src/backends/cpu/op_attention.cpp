@@ -115,21 +115,23 @@ bool softmax_row(const Problem& pb, float* s, int64_t n, float mx) {
   return true;
 }
 
-// acc[r * dv + :] += sum over m in [m0, m1) of p[r * ns + m] * v[keys[m]].
-void weighted_v(const Problem& pb, const Rows& rows, const float* p, int64_t ns, const float* keys,
-                int64_t m0, int64_t m1, float* acc) {
+// acc[r * dv + i] += sum over m in [m0, m1), in that order, of p[r * ns + m] * v[keys[m]][i]
+// for value elements i in [d0, d1) (acc rows keep their full dv stride).
+void weighted_v_slice(const Problem& pb, const Rows& rows, const float* p, int64_t ns,
+                      const float* keys, int64_t m0, int64_t m1, float* acc, int64_t d0,
+                      int64_t d1) {
   const int64_t n_rows = rows.n_tok * pb.group;
   const int64_t vs = pb.n_kv_head * pb.dv;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
     if (pb.v.type == GgmlType::kF16) {
       pb.kr->pv_f16(p + r0 * ns, ns, nr, keys, m0, m1,
-                    reinterpret_cast<const uint16_t*>(pb.v.data) + rows.kvh * pb.dv, vs, pb.dv,
-                    acc + r0 * pb.dv, pb.dv);
+                    reinterpret_cast<const uint16_t*>(pb.v.data) + rows.kvh * pb.dv + d0, vs,
+                    d1 - d0, acc + r0 * pb.dv + d0, pb.dv);
     } else {
       pb.kr->pv_f32(p + r0 * ns, ns, nr, keys, m0, m1,
-                    reinterpret_cast<const float*>(pb.v.data) + rows.kvh * pb.dv, vs, pb.dv,
-                    acc + r0 * pb.dv, pb.dv);
+                    reinterpret_cast<const float*>(pb.v.data) + rows.kvh * pb.dv + d0, vs, d1 - d0,
+                    acc + r0 * pb.dv + d0, pb.dv);
     }
   }
 }
@@ -150,7 +152,7 @@ void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
     scores(pb, rows, qr, keys, list, 0, n, s, n, mx);
     for (int64_t r = 0; r < n_rows; ++r) softmax_row(pb, s + r * n, n, mx[r]);
     std::fill(acc, acc + n_rows * pb.dv, 0.0f);
-    weighted_v(pb, rows, s, n, keys, 0, n, acc);
+    weighted_v_slice(pb, rows, s, n, keys, 0, n, acc, 0, pb.dv);
   }
   for (int64_t r = 0; r < n_rows; ++r) {
     float* o = out_row(pb, rows, r);
@@ -186,13 +188,13 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     return;
   }
   const int64_t n_chunks = split_chunks(pb, n, nt);
-  keys = grow(buf, 2 * pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + n_chunks * pb.dv));
+  keys = grow(buf, 2 * pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + pb.dv));
   const float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
   float* qr = keys + 2 * pb.n_kv;            // [kvh][row][d]
   float* s = qr + all_rows * pb.d;           // [kvh][row][n]
   float* cmax = s + all_rows * n;            // [kvh][row][chunk]
   float* seen = cmax + all_rows * n_chunks;  // [kvh][row]: 1 when the row sees a key
-  float* part = seen + all_rows;             // [chunk][kvh][row][dv]
+  float* part = seen + all_rows;             // [kvh][row][dv]
   for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
     load_queries(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d);
   }
@@ -210,12 +212,23 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     const float mx = *std::max_element(cm, cm + n_chunks);
     seen[row] = softmax_row(pb, s + row * n, n, mx) ? 1.0f : 0.0f;
   });
-  pool.parallel_for(pb.n_kv_head * n_chunks, [&](int64_t task, int) {
-    const int64_t kvh = task / n_chunks, c = task % n_chunks;
-    float* acc = part + (c * pb.n_kv_head + kvh) * n_rows * pb.dv;
-    std::fill(acc, acc + n_rows * pb.dv, 0.0f);
-    weighted_v(pb, Rows{kvh, 0, pb.n_q}, s + kvh * n_rows * n, n, keys, chunk_begin(c),
-               chunk_begin(c + 1), acc);
+  // p.v split over slices of the value dimension, each summing ALL keys in order: every output
+  // element is the same sequential sum as in the tiled schedule, whatever the thread count or
+  // the other rows of the batch (batch invariance). Slices are multiples of 64 elements so each
+  // element goes through the same SIMD path as a full-width row.
+  constexpr int64_t kSlice = 64;
+  const int64_t max_slices = (pb.dv + kSlice - 1) / kSlice;
+  const int64_t want = std::max<int64_t>(1, (2 * nt + pb.n_kv_head - 1) / pb.n_kv_head);
+  const int64_t n_slices = std::min(max_slices, want);
+  const int64_t per = (max_slices + n_slices - 1) / n_slices * kSlice;
+  pool.parallel_for(pb.n_kv_head * n_slices, [&](int64_t task, int) {
+    const int64_t kvh = task / n_slices, sl = task % n_slices;
+    const int64_t d0 = sl * per, d1 = std::min(pb.dv, d0 + per);
+    if (d0 >= d1) return;
+    float* acc = part + kvh * n_rows * pb.dv;
+    for (int64_t r = 0; r < n_rows; ++r)
+      std::fill(acc + r * pb.dv + d0, acc + r * pb.dv + d1, 0.0f);
+    weighted_v_slice(pb, Rows{kvh, 0, pb.n_q}, s + kvh * n_rows * n, n, keys, 0, n, acc, d0, d1);
   });
   for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
     const Rows rows{kvh, 0, pb.n_q};
@@ -227,10 +240,6 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
       }
       const float* p0 = part + (kvh * n_rows + r) * pb.dv;
       std::copy(p0, p0 + pb.dv, o);
-      for (int64_t c = 1; c < n_chunks; ++c) {
-        const float* pc = p0 + c * pb.n_kv_head * n_rows * pb.dv;
-        for (int64_t i = 0; i < pb.dv; ++i) o[i] += pc[i];
-      }
     }
   }
 }
