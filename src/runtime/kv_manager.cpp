@@ -517,7 +517,8 @@ void KvManager::trim_sliding(Sequence& s) {
     for (size_t il = 0; il < spec_.layers.size(); ++il) {
       const int32_t w = spec_.layers[il].sliding_window;
       if (w <= 0 || blk.handle[il] < 0) continue;
-      if (max_pos <= next - w) {  // no query from `next` on sees any of its keys
+      // No query from `next - rewind_margin` on sees any of its keys.
+      if (max_pos <= next - w - spec_.rewind_margin) {
         stores_[sz(layer_store_[il])]->release(blk.handle[il]);
         blk.handle[il] = -1;
       }

@@ -48,6 +48,9 @@ struct KvManagerSpec {
   size_t budget_bytes = 0;
   std::string spill_dir = "/tmp";
   bool prefix_cache = true;  ///< keep full blocks of finished sequences for reuse
+  /// Sliding-window layers keep this many tokens beyond their window, so a sequence can be cut
+  /// back (a regenerated reply, a repeated benchmark step) that far and still be reused.
+  int32_t rewind_margin = 256;
 };
 
 /// Rotates the K rows of one layer by a position delta (context shift): `rows` points at

@@ -25,6 +25,7 @@ KvManagerSpec make_spec(int32_t n_layers, int32_t window_every = 0, int32_t wind
   s.n_ctx = 64;
   s.n_seq_max = 2;
   s.n_batch = 8;
+  s.rewind_margin = 0;
   for (int32_t il = 0; il < n_layers; ++il) {
     KvLayerSpec l;
     l.k_row_elems = kRow;
@@ -211,6 +212,17 @@ TEST(KvManager, SlidingLayersKeepOnlyTheirWindow) {
   expect_view(**m, *s, 1, 32, 40);
   const auto st = (*m)->stats();
   EXPECT_EQ(st.frames, 10 + 2);  // 10 blocks in the full layer, 2 in the window layer
+}
+
+TEST(KvManager, RewindMarginKeepsReuseAfterTrimming) {
+  auto spec = make_spec(2, 2, 6);
+  spec.rewind_margin = 8;
+  auto m = KvManager::create(spec);
+  auto s = (*m)->open_sequence();
+  for (int i = 0; i < 40; ++i) step(**m, *s, {i});
+  // Back 8 tokens: the window before position 32 is still there.
+  EXPECT_EQ((*m)->truncate(*s, 32), 32);
+  expect_view(**m, *s, 1, 24, 32);
 }
 
 TEST(KvManager, TruncatingBehindTrimmedWindowStartsOver) {
