@@ -214,14 +214,13 @@ std::optional<std::string> message_content(const Json& content, const std::strin
   return text;
 }
 
-void parse_messages(const Json& body, Fields& f, CompletionRequest& r) {
+void parse_messages(Fields& f, CompletionRequest& r) {
   const Json* msgs = f.get("messages");
   if (!msgs) return f.fail(missing_param("messages"));
   if (!msgs->is_array()) return f.fail(invalid_type("messages", "an array"));
   if (msgs->empty()) {
     return f.fail(invalid_value("messages", "expected an array with at least 1 message."));
   }
-  (void)body;
   for (size_t i = 0; i < msgs->size(); ++i) {
     const Json& m = (*msgs)[i];
     const std::string at = "messages[" + std::to_string(i) + "]";
@@ -255,7 +254,7 @@ ApiResult<CompletionRequest> parse_chat_request(std::string_view body) {
   r.endpoint = Endpoint::kChat;
   Fields f(j);
   parse_common(f, r);
-  parse_messages(j, f, r);
+  parse_messages(f, r);
   // max_completion_tokens is the newer name; either bounds the reply.
   auto mt = f.integer("max_completion_tokens", 1, INT64_MAX);
   if (!mt) mt = f.integer("max_tokens", 1, INT64_MAX);
