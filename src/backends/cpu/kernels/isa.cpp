@@ -158,6 +158,14 @@ Isa cap_isa(Isa best, const char* env) {
   return best;
 }
 
+bool batch_invariant() {
+  static const bool on = [] {
+    const char* v = std::getenv("GENIEX_BATCH_INVARIANT");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
 Isa detect_isa() {
   static const Isa isa = cap_isa(cpu_isa(), std::getenv("GENIEX_ISA"));
   return isa;

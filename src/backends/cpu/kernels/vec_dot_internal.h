@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/vec_dot.h"
 
 namespace geniex::cpu::detail {
@@ -87,7 +88,9 @@ template <typename K>
 inline void gemm_rows(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr, const uint8_t* a,
                       size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nb = static_cast<size_t>(n / K::kBlock);
-  if (nc == 1) {
+  // With batch_invariant() the GEMV goes through the GEMM tiles below: the same arithmetic per
+  // output element for any nc (the single-stream path is faster but sums in another order).
+  if (nc == 1 && !batch_invariant()) {
     int32_t sums[K::kActSums ? kSumBlocks : 1] = {};
     const size_t kc = K::kActSums ? kSumBlocks : std::max<size_t>(1, nb);
     for (size_t k0 = 0; k0 < nb || k0 == 0; k0 += kc) {
