@@ -15,6 +15,7 @@
 
 #include "default_model.h"
 #include "geniex/geniex.hpp"
+#include "kv_flags.h"
 #include "server/http_server.h"
 
 namespace geniex::cli {
@@ -29,7 +30,8 @@ struct ServeOptions {
   int queue = 32;
   int32_t ctx = 4096;
   int32_t threads = 0;
-  std::string kv_type = "f16";
+  KvOptions kv;
+  bool deterministic = false;
   std::string device = "auto";
   double max_body_mb = 4.0;
   double shutdown_timeout = 5.0;
@@ -66,12 +68,9 @@ int run_serve(const ServeOptions& o) {
   if (o.queue < 0) return fail("--queue must be >= 0");
   if (o.port < 0 || o.port > 65535) return fail("--port must be in [0, 65535]");
   if (!(o.max_body_mb > 0)) return fail("--max-body-mb must be > 0");
-  KvCacheType kv = KvCacheType::kF16;
-  if (o.kv_type == "f32") {
-    kv = KvCacheType::kF32;
-  } else if (o.kv_type != "f16") {
-    return fail("--kv-type must be f16 or f32, got '" + o.kv_type + "'");
-  }
+  // Before any kernel runs: bit-identical results alone or batched (slower single-row matmuls
+  // for 32-element block weights; see backends/cpu/kernels/isa.h).
+  if (o.deterministic) setenv("GENIEX_BATCH_INVARIANT", "1", 1);
   std::string path = o.model;
   if (path.empty()) {
     auto p = default_model_path();
@@ -90,7 +89,10 @@ int run_serve(const ServeOptions& o) {
   auto device = Device::parse(o.device);
   if (!device.ok()) return fail(device.status().message());
   ModelBuilder b(path);
-  b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_kv_cache_type(kv);
+  // One sequence per generating request; the batching engine runs them in shared steps.
+  b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
+      o.parallel);
+  if (Status kv = apply_kv_flags(o.kv, b); !kv.ok()) return fail(kv.message());
   if (o.verbose) {
     b.with_log([](std::string_view line) {
       std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -139,7 +141,10 @@ Command register_serve(CLI::App& parent) {
       ->capture_default_str();
   c->add_option("-c,--ctx", o->ctx, "context size in tokens")->capture_default_str();
   c->add_option("-t,--threads", o->threads, "threads (0 = all cores)")->capture_default_str();
-  c->add_option("--kv-type", o->kv_type, "KV cache type: f16 or f32")->capture_default_str();
+  add_kv_flags(c, o->kv);
+  c->add_flag("--deterministic", o->deterministic,
+              "bit-identical output whether a request runs alone or batched (slower decode for "
+              "Q8_0/Q5_0/Q4_0 weights; also GENIEX_BATCH_INVARIANT=1)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
   c->add_option("--max-body-mb", o->max_body_mb, "largest request body (413 beyond)")
       ->capture_default_str();

@@ -1,4 +1,4 @@
-// Admission control and the engine gate: slots, the bounded FIFO queue, immediate refusal,
+// Admission control: slots, the bounded FIFO queue, immediate refusal,
 // close() on shutdown.
 #include "server/admission.h"
 
@@ -8,8 +8,6 @@
 #include <chrono>
 #include <thread>
 #include <vector>
-
-#include "server/engine_gate.h"
 
 namespace geniex::server {
 namespace {
@@ -75,24 +73,6 @@ TEST(Admission, QueueIsFifo) {
   first.release();
   for (auto& t : ts) t.join();
   EXPECT_EQ(order, (std::vector<int>{0, 1, 2, 3}));
-}
-
-TEST(EngineGate, OneAtATime) {
-  EngineGate g;
-  std::atomic<int> inside{0}, most{0};
-  std::vector<std::thread> ts;
-  for (int i = 0; i < 8; ++i) {
-    ts.emplace_back([&] {
-      for (int k = 0; k < 50; ++k) {
-        auto pass = g.enter();
-        const int n = ++inside;
-        most = std::max(most.load(), n);
-        --inside;
-      }
-    });
-  }
-  for (auto& t : ts) t.join();
-  EXPECT_EQ(most.load(), 1);
 }
 
 }  // namespace

@@ -82,7 +82,8 @@ struct Job {
 /// callee may take them). Returns false to stop (client gone).
 using PieceSink = std::function<bool(std::string_view text, std::vector<LogprobEntry>& lps)>;
 
-/// Runs the generation through the engine gate. Logprob entries not yet handed to `sink`
+/// Runs the generation (the engine batches it with the other requests' generations). Logprob
+/// entries not yet handed to `sink`
 /// (tokens whose text never appeared) are left in `rest`.
 Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<LogprobEntry>& rest) {
   ServerState& st = job.st;
@@ -120,13 +121,7 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
     }
     return true;
   };
-  EngineGate::Pass pass = st.gate.enter();  // remove when Model is thread-safe
   if (st.cancel_all.load()) return resource_exhausted("the server is shutting down");
-  // Every request starts from an empty context: a prompt evaluated after a reused prefix rounds
-  // differently from a full prefill (f16 cache reads), and a request's output must not depend
-  // on what ran before it (seeds reproducible, greedy == `geniex run`). With one context shared
-  // by unrelated clients the reuse would rarely hit anyway; remove with the gate.
-  st.model.reset();
   auto gen = st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
   if (gen.ok() && static_cast<int64_t>(gen->tokens.size()) > counted) {
     st.metrics.add_generated_tokens(static_cast<int64_t>(gen->tokens.size()) - counted);

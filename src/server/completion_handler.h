@@ -1,7 +1,8 @@
 // POST /v1/chat/completions and /v1/completions: parse, check the model, build the prompt,
-// take an admission slot, then generate — as one JSON response or as Server-Sent Events —
-// through the engine gate. A client that goes away mid-stream cancels its generation (the
-// token callback returns false as soon as a write fails) and frees its slot.
+// take an admission slot, then generate — as one JSON response or as Server-Sent Events; the
+// engine batches concurrent generations into shared forward passes. A client that goes away
+// mid-stream cancels its generation (the token callback returns false as soon as a write fails) and
+// frees its slot.
 #pragma once
 
 #include "server/request.h"

@@ -1,4 +1,4 @@
-// What every route handler shares: the model, the options, admission control, the engine gate,
+// What every route handler shares: the model, the options, admission control,
 // metrics and the shutdown flags. Owned by HttpServer; handlers borrow it.
 #pragma once
 
@@ -10,7 +10,6 @@
 
 #include "geniex/geniex.hpp"
 #include "server/admission.h"
-#include "server/engine_gate.h"
 #include "server/metrics.h"
 #include "server/token_texts.h"
 
@@ -35,7 +34,6 @@ struct ServerState {
   Model& model;
   const ServerOptions options;
   Admission admission;
-  EngineGate gate;  // remove when Model is thread-safe
   Metrics metrics;
   TokenTexts texts;
   std::atomic<bool> draining{false};    ///< shutdown began: new requests get 503
