@@ -239,3 +239,23 @@ def test_huge_max_tokens_is_clamped_by_the_context(small_ctx_server):
         c.completions.create(model=small_ctx_server.model_id, prompt="word " * 100, max_tokens=4)
     assert e.value.body["code"] == "context_length_exceeded"
     assert e.value.body["param"] == "prompt"
+
+
+def test_concurrent_greedy_equals_alone(gemma_server):
+    """Eight different prompts at once give what each gives alone (today through the engine
+    gate; the same test holds the batched engine to it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    prompts = [f"Question {i}: name a {w}." for i, w in
+               enumerate(["color", "fruit", "city", "animal", "planet", "tree", "river", "tool"])]
+    c = client(gemma_server)
+
+    def ask(p):
+        r = c.chat.completions.create(model=gemma_server.model_id, max_tokens=12, temperature=0,
+                                      messages=[{"role": "user", "content": p}])
+        return r.choices[0].message.content, r.usage.completion_tokens
+
+    alone = [ask(p) for p in prompts]
+    with ThreadPoolExecutor(len(prompts)) as ex:
+        together = list(ex.map(ask, prompts))
+    assert together == alone
