@@ -171,12 +171,20 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
     owner.push_back(&r);
     --budget;
   }
-  // Then prefill chunks of new prompts, oldest first, in what is left of the step.
+  // Then prefill chunks of new prompts, oldest first, in what is left of the step (at least
+  // two tokens, so a prompt is never fed one token at a time behind many decoders).
+  budget = std::max(budget, 2);
   for (auto& rp : reqs) {
     Request& r = *rp;
     const auto n_prompt = static_cast<int32_t>(r.prompt.size());
     if (r.done() || r.n_evaluated >= n_prompt || budget <= 0) continue;
-    const int32_t chunk = std::min(budget, n_prompt - r.n_evaluated);
+    const int32_t left = n_prompt - r.n_evaluated;
+    int32_t chunk = std::min(budget, left);
+    // No 1-token prefill chunks out of longer prompts: a single row takes the GEMV kernels,
+    // which round differently from the GEMM a full prefill uses.
+    if (left - chunk == 1) --chunk;
+    if (chunk == 1 && left > 1) chunk = 0;
+    if (chunk <= 0) continue;
     const auto seq = slots_[static_cast<size_t>(r.slot)].seq;
     items.push_back(StepItem{seq,
                              std::span<const int32_t>(r.prompt).subspan(
@@ -216,7 +224,9 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
     Status s = r.on_logits(rows);
     if (!s.ok()) r.fail(s);
   }
-  return opt_.n_batch - budget;
+  int32_t tokens = 0;
+  for (const auto& it : items) tokens += static_cast<int32_t>(it.tokens.size());
+  return tokens;
 }
 
 Status BatchEngine::with_last_sequence(const std::function<Status(runtime::KvManager::SeqId)>& fn) {

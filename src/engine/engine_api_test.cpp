@@ -206,7 +206,8 @@ TEST(EngineApi, SecondCallReusesTheCachedPrefix) {
   EXPECT_EQ(a->timings.cached_tokens, 0);
   auto b = m.generate(std::span<const int32_t>(*prompt), greedy(4));
   ASSERT_TRUE(b.ok());
-  EXPECT_EQ(b->timings.cached_tokens, static_cast<int32_t>(prompt->size()) - 1);
+  // All but the last two prompt tokens (a multi-row step gives the same bits as a full prefill).
+  EXPECT_EQ(b->timings.cached_tokens, static_cast<int32_t>(prompt->size()) - 2);
   EXPECT_EQ(a->tokens, b->tokens);  // reuse does not change the result
   m.reset();
   auto c = m.generate(std::span<const int32_t>(*prompt), greedy(4));

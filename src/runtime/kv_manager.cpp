@@ -326,9 +326,11 @@ int32_t KvManager::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
   Impl& im = *impl_;
   size_t p = 0;
   while (p < s.tokens.size() && p < prompt.size() && s.tokens[p] == prompt[p]) ++p;
-  if (p == prompt.size() && p > 0) --p;  // the last prompt token must run to give logits
+  // At least the last two prompt tokens run again (the last gives the logits; two keep the step
+  // a multi-row one, computed bit for bit like a full prefill of the prompt).
+  p = std::min(p, prompt.size() >= 2 ? prompt.size() - 2 : size_t{0});
   int32_t kept = truncate(seq, static_cast<int32_t>(p));
-  if (kept > 0 || !spec_.prefix_cache || prompt.size() < 2) return kept;
+  if (kept > 0 || !spec_.prefix_cache || prompt.size() < 3) return kept;
   for (const auto& l : spec_.layers) {
     if (l.state_bytes > 0) return kept;  // recurrent state is not cached per block
   }
@@ -348,7 +350,7 @@ int32_t KvManager::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
   }
   while (!found.empty()) {
     const auto n = static_cast<int32_t>(
-        std::min(found.size() * sz(B), prompt.size() - 1));  // one token left to evaluate
+        std::min(found.size() * sz(B), prompt.size() - 2));  // two tokens left to evaluate
     s.table = found;
     s.cell_pos.resize(sz(n));
     for (int32_t c = 0; c < n; ++c) s.cell_pos[sz(c)] = c;

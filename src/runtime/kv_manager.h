@@ -104,8 +104,9 @@ class KvManager {
   [[nodiscard]] int32_t next_pos(SeqId seq) const;
 
   /// Keeps the longest prefix of `prompt` the sequence already holds, or else attaches the
-  /// longest run of blocks of the prefix cache that starts `prompt`; always leaves at least one
-  /// prompt token to evaluate. Returns how many prompt tokens are reused.
+  /// longest run of blocks of the prefix cache that starts `prompt`; always leaves at least two
+  /// prompt tokens to evaluate (a multi-row step: the same bits as a full prefill). Returns how
+  /// many prompt tokens are reused.
   int32_t reuse_prefix(SeqId seq, std::span<const int32_t> prompt);
   /// Drops the tokens from index n on (n <= n_tokens). Not allowed on a shifted sequence before
   /// the shift point or on hybrid models except to the full length (kFailedPrecondition-like

@@ -166,18 +166,18 @@ TEST(KvManager, CopyOnWriteKeepsTheSharedBlockIntact) {
   auto a = (*m)->open_sequence();
   step(**m, *a, range_tokens(8));
   auto b = (*m)->open_sequence();
-  // b shares a's two blocks (a is still open); its last prompt token must be evaluated again,
-  // so it writes cell 7 inside the shared second block: that block is copied first.
+  // b shares a's two blocks (a is still open); its last two prompt tokens are evaluated again,
+  // so it writes cells 6 and 7 inside the shared second block: that block is copied first.
   const auto p = range_tokens(8);
-  EXPECT_EQ((*m)->reuse_prefix(*b, p), 7);
-  ASSERT_TRUE((*m)->begin_step(*b, std::vector<int32_t>{p.back()}).ok());
+  EXPECT_EQ((*m)->reuse_prefix(*b, p), 6);
+  ASSERT_TRUE((*m)->begin_step(*b, std::vector<int32_t>{p[6], p[7]}).ok());
   KvLayerView v;
   ASSERT_TRUE((*m)->layer_view(*b, 0, v).ok());
-  ASSERT_EQ(v.slots.size(), 1u);
-  k_row(**m, 0, v.slots[0])[3] = -1.0f;  // b's cell 7
+  ASSERT_EQ(v.slots.size(), 2u);
+  k_row(**m, 0, v.slots[1])[3] = -1.0f;  // b's cell 7
   (*m)->end_step(*b, true);
   expect_view(**m, *a, 0, 0, 8);  // a's cell 7 still holds its tag
-  // b's first 7 cells came from a; cell 7 is b's own.
+  // b's first 6 cells came from a; cells 6 and 7 are b's own.
   ASSERT_TRUE((*m)->begin_step(*b, std::vector<int32_t>{1}).ok());
   ASSERT_TRUE((*m)->layer_view(*b, 0, v).ok());
   EXPECT_EQ(k_row(**m, 0, v.rows[6])[3], tag(0, 6, 3));
@@ -194,9 +194,9 @@ TEST(KvManager, OwnPrefixIsKeptAndTruncatedOnDivergence) {
   EXPECT_EQ((*m)->reuse_prefix(*s, p), 5);
   EXPECT_EQ((*m)->n_tokens(*s), 5);
   expect_view(**m, *s, 0, 0, 5);
-  // The same prompt again: all but the last token are reused.
+  // The same prompt again: all but the last two tokens are reused.
   step(**m, *s, std::vector<int32_t>(p.begin() + 5, p.end()));
-  EXPECT_EQ((*m)->reuse_prefix(*s, p), 8);
+  EXPECT_EQ((*m)->reuse_prefix(*s, p), 7);
 }
 
 TEST(KvManager, SlidingLayersKeepOnlyTheirWindow) {

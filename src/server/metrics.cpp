@@ -99,6 +99,21 @@ std::string Metrics::render(const MetricGauges& g) const {
   sample(out, "geniex_queue_capacity", static_cast<double>(g.queue_capacity));
   header(out, "geniex_context_size", "gauge", "Context window of the model, in tokens.");
   sample(out, "geniex_context_size", static_cast<double>(g.context_size));
+  header(out, "geniex_engine_steps_total", "counter",
+         "Batched forward passes (one per decode step, shared by every active sequence).");
+  sample(out, "geniex_engine_steps_total", static_cast<double>(g.engine_steps));
+  header(out, "geniex_engine_tokens_total", "counter", "Tokens evaluated by those passes.");
+  sample(out, "geniex_engine_tokens_total", static_cast<double>(g.engine_batched_tokens));
+  header(out, "geniex_engine_active_sequences", "gauge", "Sequences generating now.");
+  sample(out, "geniex_engine_active_sequences", static_cast<double>(g.engine_active));
+  header(out, "geniex_kv_resident_bytes", "gauge", "KV cache bytes in memory.");
+  sample(out, "geniex_kv_resident_bytes", static_cast<double>(g.kv_bytes_resident));
+  header(out, "geniex_kv_spilled_bytes", "gauge", "KV cache bytes only in the spill file.");
+  sample(out, "geniex_kv_spilled_bytes", static_cast<double>(g.kv_bytes_spilled));
+  header(out, "geniex_kv_blocks_in_use", "gauge", "KV blocks held by sequences.");
+  sample(out, "geniex_kv_blocks_in_use", static_cast<double>(g.kv_blocks_in_use));
+  header(out, "geniex_kv_blocks_cached", "gauge", "KV blocks kept only for prefix reuse.");
+  sample(out, "geniex_kv_blocks_cached", static_cast<double>(g.kv_blocks_cached));
   header(out, "geniex_generation_tokens_per_second", "gauge",
          "Generated tokens per second over the last 10 s (all requests together).");
   sample(out, "geniex_generation_tokens_per_second", tps);

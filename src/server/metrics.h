@@ -22,6 +22,14 @@ struct MetricGauges {
   int64_t parallel = 0;
   int64_t queue_capacity = 0;
   int64_t context_size = 0;
+  // The engine (continuous batching) and its paged KV cache.
+  int64_t engine_steps = 0;           ///< batched forward passes so far
+  int64_t engine_batched_tokens = 0;  ///< tokens those passes evaluated
+  int64_t engine_active = 0;          ///< sequences generating now
+  int64_t kv_bytes_resident = 0;
+  int64_t kv_bytes_spilled = 0;
+  int64_t kv_blocks_in_use = 0;
+  int64_t kv_blocks_cached = 0;
 };
 
 class Metrics {

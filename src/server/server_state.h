@@ -40,8 +40,18 @@ struct ServerState {
   std::atomic<bool> cancel_all{false};  ///< grace period over: in-flight generations stop
 
   [[nodiscard]] MetricGauges gauges() const {
-    return {admission.in_flight(), admission.queued(), admission.parallel(),
-            admission.queue_capacity(), model.info().n_ctx};
+    MetricGauges g{admission.in_flight(), admission.queued(), admission.parallel(),
+                   admission.queue_capacity(), model.info().n_ctx};
+    const EngineStats e = model.engine_stats();
+    const KvStats kv = model.kv_stats();
+    g.engine_steps = e.steps;
+    g.engine_batched_tokens = e.batched_tokens;
+    g.engine_active = e.active;
+    g.kv_bytes_resident = kv.bytes_resident;
+    g.kv_bytes_spilled = kv.bytes_spilled;
+    g.kv_blocks_in_use = kv.blocks_in_use;
+    g.kv_blocks_cached = kv.blocks_cached;
+    return g;
   }
 };
 

@@ -10,9 +10,20 @@ import subprocess
 import openai
 import pytest
 import requests
+from conftest import start_server
 
 PROMPT = "Name three colors."
 RAW = "The quick brown fox"
+
+
+def metric(srv, name: str) -> float:
+    """A sample of /metrics (Prometheus text) by its exact name."""
+    import requests
+
+    for line in requests.get(srv.url + "/metrics", timeout=10).text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
 
 
 def client(srv) -> openai.OpenAI:
@@ -241,21 +252,33 @@ def test_huge_max_tokens_is_clamped_by_the_context(small_ctx_server):
     assert e.value.body["param"] == "prompt"
 
 
-def test_concurrent_greedy_equals_alone(gemma_server):
-    """Eight different prompts at once give what each gives alone (today through the engine
-    gate; the same test holds the batched engine to it)."""
+@pytest.fixture(scope="module")
+def batching_server(geniex_bin, gemma_gguf):
+    """8 sequences batched per step, in the bit-exact mode (--deterministic)."""
+    srv = start_server(geniex_bin, gemma_gguf, "--parallel", "8", "--queue", "8", "--deterministic")
+    yield srv
+    assert srv.stop() == 0
+
+
+def test_concurrent_greedy_equals_alone(batching_server):
+    """Eight different prompts at once — one batched forward pass per step — give what each
+    gives alone, token for token."""
     from concurrent.futures import ThreadPoolExecutor
 
     prompts = [f"Question {i}: name a {w}." for i, w in
                enumerate(["color", "fruit", "city", "animal", "planet", "tree", "river", "tool"])]
-    c = client(gemma_server)
+    c = client(batching_server)
 
     def ask(p):
-        r = c.chat.completions.create(model=gemma_server.model_id, max_tokens=12, temperature=0,
+        r = c.chat.completions.create(model=batching_server.model_id, max_tokens=24, temperature=0,
                                       messages=[{"role": "user", "content": p}])
         return r.choices[0].message.content, r.usage.completion_tokens
 
     alone = [ask(p) for p in prompts]
+    before = metric(batching_server, "geniex_engine_steps_total")
     with ThreadPoolExecutor(len(prompts)) as ex:
         together = list(ex.map(ask, prompts))
     assert together == alone
+    steps = metric(batching_server, "geniex_engine_steps_total") - before
+    # Batched for real: far fewer forward passes than the 8 x 24 tokens generated.
+    assert 0 < steps < 8 * 24 / 2, steps
