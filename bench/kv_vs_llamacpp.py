@@ -11,7 +11,7 @@ llama.cpp is llama-cpp-python (built from source with native flags); quantized K
 its flash attention, so every llama.cpp run here uses flash attention (f16 too, for one rule).
 
   ~/.cache/geniex-goldens/venv/bin/python bench/kv_vs_llamacpp.py \\
-      --geniex build/release/tools/geniex --depths 1024 8192 32768 --types f16 q8_0 q4_0 \\
+      --geniex build/release/tools/geniex --depths 1024 8192 32000 --types f16 q8_0 q4_0 \\
       --budget 64M -n 32 --threads 2
 """
 from __future__ import annotations
@@ -117,7 +117,7 @@ def main() -> None:
     ap.add_argument("--model", type=pathlib.Path)
     ap.add_argument("--geniex", type=pathlib.Path, default=REPO / "build/release/tools/geniex")
     ap.add_argument("--types", nargs="+", default=["f16", "q8_0", "q4_0"])
-    ap.add_argument("--depths", nargs="+", type=int, default=[1024, 8192, 32768])
+    ap.add_argument("--depths", nargs="+", type=int, default=[1024, 8192, 32000])
     ap.add_argument("--budget", help="GenieX KV budget for the spill rows (e.g. 64M); none: skip")
     ap.add_argument("-n", type=int, default=32, help="decode steps timed")
     ap.add_argument("--threads", type=int, default=2)

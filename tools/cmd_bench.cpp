@@ -154,7 +154,8 @@ Result<double> run_tg(Model& model, std::vector<int32_t> depth_tokens, int32_t f
                       " (stop: " + std::string(stop_reason_name(g.stop_reason)) + ")");
   }
   const auto depth = static_cast<int32_t>(depth_tokens.size()) - 1;
-  if (timed && depth > 0 && g.timings.cached_tokens != depth) {
+  // The cache reuses all but the last two prompt tokens: the depth minus one.
+  if (timed && depth > 0 && g.timings.cached_tokens < depth - 1) {
     return Status(StatusCode::kInternal, "tg at depth " + std::to_string(depth) + " found only " +
                                              std::to_string(g.timings.cached_tokens) +
                                              " tokens cached (run the warm-up first)");
