@@ -70,6 +70,13 @@ void add_values(const Problem& pb, int64_t n_rows, const float* w, const float* 
   if (a == b) return;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
+    // Rows of other sequences (segments) or masked positions weigh these keys 0: skip them.
+    bool any = false;
+    for (int i = 0; i < nr && !any; ++i) {
+      const float* wr = w + (r0 + i) * kKeyBlock;
+      any = std::any_of(wr + a, wr + b, [](float x) { return x != 0.0f; });
+    }
+    if (!any) continue;
     pb.kr->pv_f32(w + r0 * kKeyBlock, kKeyBlock, nr, local, a, b, vb, pb.dv, pb.dv,
                   acc + r0 * pb.dv, pb.dv);
   }
