@@ -21,7 +21,7 @@ enum class OpKind : uint8_t {
   kAttention,   ///< {q [d, Hq, Tq], k [d, Hkv, S], v [dv, Hkv, S], q_pos [Tq], k_pos [Tk]
                 ///<  (, k_rows [Tk] (, q_seg [2, Tq]))} -> [dv, Hq, Tq]. Key j is row k_rows[j]
                 ///<   of k / v (without k_rows: row j, and S == Tk); query i sees only keys j in
-                ///<   [q_seg[0, i], q_seg[1, i]) (see README.md)
+                ///<   [q_seg[0, i], q_seg[1, i]). k, v: F32/F16, or both Q8_0/Q4_0 (see README.md)
   kSoftmax,     ///< {x}: softmax over ne[0] of x * scale (scale defaults to 1)
   kGelu,        ///< {x}: tanh-approximated GELU (HF gelu_pytorch_tanh, ggml GELU)
   kSilu,        ///< {x}: x * sigmoid(x)

@@ -334,6 +334,28 @@ TEST(CpuAttentionBlocks, SegmentsOfThreeSequences) {
   }
 }
 
+TEST(CpuAttentionBlocks, DequantKernelsAreBitIdenticalToTheReference) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    const size_t n = 32 * 9, bytes = head_bytes(t, static_cast<int64_t>(n));
+    std::vector<uint8_t> src(bytes);
+    for (auto& b : src) b = static_cast<uint8_t>(byte(rng));
+    // Finite scales (f16 exponent below the max): every byte pattern of the quants is covered.
+    for (size_t b = 0; b < bytes; b += traits(t).type_size) src[b + 1] &= 0x3F;
+    std::vector<float> want(n);
+    ASSERT_TRUE(quant::dequantize_row(t, src, want).ok());
+    for (geniex::cpu::Isa isa : geniex::cpu::available_isas()) {
+      const attn::Kernels& kr = attn::kernels_for(isa);
+      std::vector<float> got(n, -1.0f);
+      (t == GgmlType::kQ8_0 ? kr.dequant_q8_0 : kr.dequant_q4_0)(src.data(), got.data(),
+                                                                 static_cast<int64_t>(n));
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0)
+          << ggml_type_name(t) << " " << geniex::cpu::isa_name(isa);
+    }
+  }
+}
+
 TEST(CpuAttentionBlocks, RejectsBadTypesAndHeadDims) {
   ThreadPool pool(1);
   Scratch scratch;

@@ -28,6 +28,12 @@ struct V {
   static void hsum4(const R* a, float* out) { std::copy(a, a + 4, out); }
   static R round_f16(R a) { return fp16_to_fp32(fp32_to_fp16(a)); }
   static R load_i8(const int8_t* p) { return static_cast<float>(*p); }
+  static void unpack_q4(const uint8_t* qs, int8_t* out) {
+    for (int j = 0; j < 16; ++j) {
+      out[j] = static_cast<int8_t>((qs[j] & 0xF) - 8);
+      out[j + 16] = static_cast<int8_t>((qs[j] >> 4) - 8);
+    }
+  }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET

@@ -4,7 +4,9 @@
 //   W (lanes), CV (vectors per row in pv's column block), R (register type),
 //   zero(), set1(f), load(const float*), load(const uint16_t*), store(float*, R), add(a, b),
 //   mul(a, b), fma(a, b, c) = a * b + c, hsum(a), hsum4(const R[4], float[4]) (four hsums),
-//   round_f16(a), load_i8(const int8_t*) (W int8 values as floats; W divides 32).
+//   round_f16(a), load_i8(const int8_t*) (W int8 values as floats; W divides 32),
+//   unpack_q4(const uint8_t* qs16, int8_t* out32) (Q4_0 nibbles: out[j] = (qs[j] & 15) - 8,
+//   out[j + 16] = (qs[j] >> 4) - 8).
 // Requires "core/fp16.h", <algorithm> and <cstring> to be included first.
 // NOLINTBEGIN(build/namespaces)
 
@@ -158,10 +160,7 @@ ATTN_TARGET void attn_dequant_q4_0(const uint8_t* src, float* dst, int64_t n) {
     uint16_t d16;
     std::memcpy(&d16, blk, 2);
     int8_t qs[32];
-    for (int j = 0; j < 16; ++j) {
-      qs[j] = static_cast<int8_t>((blk[2 + j] & 0xF) - 8);
-      qs[j + 16] = static_cast<int8_t>((blk[2 + j] >> 4) - 8);
-    }
+    V::unpack_q4(blk + 2, qs);
     attn_scale_block(qs, d16, dst + b * 32);
   }
 }

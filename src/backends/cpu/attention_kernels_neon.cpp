@@ -37,6 +37,12 @@ struct V {
     const int16x8_t h = vmovl_s8(vreinterpret_s8_s32(vdup_n_s32(w)));
     return vcvtq_f32_s32(vmovl_s16(vget_low_s16(h)));
   }
+  static void unpack_q4(const uint8_t* qs, int8_t* out) {
+    const uint8x16_t x = vld1q_u8(qs);
+    const int8x16_t eight = vdupq_n_s8(8);
+    vst1q_s8(out, vsubq_s8(vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(0x0F))), eight));
+    vst1q_s8(out + 16, vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(x, 4)), eight));
+  }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET

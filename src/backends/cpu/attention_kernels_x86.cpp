@@ -19,6 +19,19 @@
 #endif
 
 namespace geniex::backends::cpu::attn {
+namespace {
+
+// Q4_0 nibbles to int8 with SSE2 (baseline x86-64): low nibbles - 8, then high nibbles - 8.
+inline void unpack_q4_sse2(const uint8_t* qs, int8_t* out) {
+  const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i m = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+  const __m128i lo = _mm_sub_epi8(_mm_and_si128(x, m), eight);
+  const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), m), eight);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), lo);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), hi);
+}
+
+}  // namespace
 
 namespace avx2 {
 namespace {
@@ -56,6 +69,7 @@ struct V {
     return _mm256_cvtepi32_ps(
         _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
+  ATTN_TARGET static void unpack_q4(const uint8_t* qs, int8_t* out) { unpack_q4_sse2(qs, out); }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET
@@ -98,6 +112,7 @@ struct V {
     return _mm512_cvtepi32_ps(
         _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
+  ATTN_TARGET static void unpack_q4(const uint8_t* qs, int8_t* out) { unpack_q4_sse2(qs, out); }
 };
 #include "backends/cpu/attention_kernels_impl.h"  // NOLINT(build/include)
 #undef ATTN_TARGET

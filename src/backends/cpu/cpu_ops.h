@@ -37,7 +37,8 @@ float gelu_f16_table(float x);
 /// y[i] = gelu(x[i]) * up[i] (up may be null: y = gelu(x)), with gelu_f16_table's numerics.
 void gelu_rows(const float* x, const float* up, float* y, int64_t n);
 
-/// A K or V operand of attention: F32 or F16 rows of `head_dim` per (token, kv head).
+/// A K or V operand of attention: rows of `head_dim` per (state row, kv head) stored as F32, F16,
+/// Q8_0 or Q4_0 (block types: each head's row is whole blocks).
 struct KvView {
   GgmlType type = GgmlType::kF32;
   const uint8_t* data = nullptr;
@@ -53,8 +54,10 @@ struct KvPaging {
 
 /// Attention over q [d, n_head, n_q] and k/v [d(v), n_kv_head, n_rows] (graph::ref::attention's
 /// contract), key list entry j at row `paging.k_rows[j]` (or j). With an F16 cache it rounds q
-/// and the probabilities to f16 as ggml's non-flash path does, so results track llama.cpp.
-/// Bad rows or segments are kOutOfRange; nothing outside k and v is read.
+/// and the probabilities to f16 as ggml's non-flash path does, so results track llama.cpp; with
+/// Q8_0 / Q4_0 K and V it follows graph::ref::attention_blocks (ggml's flash attention). K and V
+/// must both be F32/F16 or both Q8_0/Q4_0 (kInvalidArgument). Bad rows or segments are
+/// kOutOfRange; nothing outside k and v is read.
 Status attention(ThreadPool& pool, Scratch& scratch, const float* q, KvView k, KvView v,
                  int64_t head_dim, int64_t head_dim_v, int64_t n_head, int64_t n_kv_head,
                  int64_t n_q, int64_t n_kv, std::span<const int32_t> q_pos,

@@ -1,4 +1,5 @@
-// Attention on the CPU over an F32 or F16 KV cache.
+// Attention on the CPU over an F32 or F16 KV cache (Q8_0 / Q4_0 caches: op_attention_blocks.cpp,
+// which shares the problem set-up, the key gather and the choice of schedule made here).
 //
 // Numerics follow ggml's non-flash CPU path (what llama.cpp runs by default without flash
 // attention), so that greedy outputs track llama.cpp's: with an F16 cache the query is rounded

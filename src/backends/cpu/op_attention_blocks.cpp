@@ -36,12 +36,15 @@ struct Online {
   float* acc = nullptr;
 };
 
-// Floats of scratch a block of n_rows query rows needs besides its Online state: quantized
-// queries, a block of scores, one dequantized V row and the rows' weights.
+// Floats of attend()'s work area for a block of n_rows query rows: scores / weights, the key
+// block's dequantized V rows, local key indices and pending rescale factors.
 int64_t work_floats(const Problem& pb, int64_t n_rows) {
-  const auto q8 =
-      static_cast<int64_t>((pb.q8_bytes * sz(n_rows) + sizeof(float) - 1) / sizeof(float));
-  return q8 + n_rows * kKeyBlock + pb.dv + n_rows;
+  return n_rows * kKeyBlock + kKeyBlock * pb.dv + kKeyBlock + n_rows;
+}
+
+// Floats that hold n_rows quantized query rows.
+int64_t q8_floats(const Problem& pb, int64_t n_rows) {
+  return static_cast<int64_t>((pb.q8_bytes * sz(n_rows) + sizeof(float) - 1) / sizeof(float));
 }
 
 // Quantizes the block's query rows (row r = token t0 + r / group, head kvh * group + r % group)
@@ -60,7 +63,30 @@ void init_online(const Online& o, int64_t n_rows, int64_t dv) {
   std::fill(o.acc, o.acc + n_rows * dv, 0.0f);
 }
 
-// Runs the online softmax of the block's rows over list entries [m0, m1) of keys / list.
+// Adds keys [a, b) of the current key block (weights w[r * kKeyBlock + m], V rows vb[m * dv])
+// to every row's accumulator, in key order.
+void add_values(const Problem& pb, int64_t n_rows, const float* w, const float* local, int64_t a,
+                int64_t b, const float* vb, float* acc) {
+  if (a == b) return;
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+    const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
+    // Rows of other sequences (segments) or masked positions weigh these keys 0: skip them.
+    bool any = false;
+    for (int i = 0; i < nr && !any; ++i) {
+      const float* wr = w + (r0 + i) * kKeyBlock;
+      any = std::any_of(wr + a, wr + b, [](float x) { return x != 0.0f; });
+    }
+    if (!any) continue;
+    pb.kr->pv_f32(w + r0 * kKeyBlock, kKeyBlock, nr, local, a, b, vb, pb.dv, pb.dv,
+                  acc + r0 * pb.dv, pb.dv);
+  }
+}
+
+// Runs the online softmax of the block's rows over list entries [m0, m1) of keys / list. Keys go
+// in blocks of kKeyBlock: scores by gemm, then the scalar recurrence per key and row, which turns
+// the scores into weights; the weighted V rows are added a run of keys at a time (accumulators
+// stay in registers) and a run ends where some row's maximum grows, so that row's accumulator is
+// rescaled exactly between the same two keys as in the reference.
 void attend(const Problem& pb, const Rows& rows, const uint8_t* q8, const float* keys,
             const float* list, int64_t m0, int64_t m1, float* work, const Online& o) {
   const int64_t n_rows = rows.n_tok * pb.group;
@@ -72,49 +98,60 @@ void attend(const Problem& pb, const Rows& rows, const uint8_t* q8, const float*
   const auto& prm = pb.params;
   // ggml folds the cap into the scale: s = cap * tanhf(dot * (scale / cap)).
   const float scale = prm.softcap > 0.0f ? prm.scale / prm.softcap : prm.scale;
-  float* sc = work;  // [row][kKeyBlock]
-  float* v32 = sc + n_rows * kKeyBlock;
-  float* p = v32 + pb.dv;  // [row]: this key's weight, 0 for rows that do not see it
-  const float zero_key = 0.0f;
+  float* w = work;                        // [row][kKeyBlock]: scores, then weights
+  float* vb = w + n_rows * kKeyBlock;     // [kKeyBlock][dv]: dequantized V rows
+  float* local = vb + kKeyBlock * pb.dv;  // [kKeyBlock]: 0, 1, 2, ... (rows of vb)
+  float* rescale = local + kKeyBlock;     // [row]: pending factor, 1 when none
+  for (int64_t i = 0; i < kKeyBlock; ++i) local[i] = static_cast<float>(i);
   for (int64_t b0 = m0; b0 < m1; b0 += kKeyBlock) {
-    const int64_t b1 = std::min(m1, b0 + kKeyBlock);
-    for (int64_t m = b0; m < b1;) {
+    const int64_t nb = std::min(m1 - b0, kKeyBlock);
+    for (int64_t m = 0; m < nb;) {  // one gemm per run of consecutive state rows
       int64_t e = m + 1;
-      while (e < b1 && keys[e] == keys[e - 1] + 1.0f) ++e;
-      pb.dot->gemm(pb.d, k_base + static_cast<size_t>(keys[m]) * k_stride, k_stride, e - m, q8,
-                   pb.q8_bytes, n_rows, sc + (m - b0), kKeyBlock);
+      while (e < nb && keys[b0 + e] == keys[b0 + e - 1] + 1.0f) ++e;
+      pb.dot->gemm(pb.d, k_base + static_cast<size_t>(keys[b0 + m]) * k_stride, k_stride, e - m, q8,
+                   pb.q8_bytes, n_rows, w + m, kKeyBlock);
       m = e;
     }
-    for (int64_t m = b0; m < b1; ++m) {
-      const uint64_t mask = visible_mask(pb, rows, static_cast<int64_t>(list[m]));
+    for (int64_t m = 0; m < nb; ++m) {
+      dequant(v_base + static_cast<size_t>(keys[b0 + m]) * v_stride, vb + m * pb.dv, pb.dv);
+    }
+    int64_t run = 0;  // keys [run, m) of this block are weighted but not yet added
+    for (int64_t m = 0; m < nb; ++m) {
+      const uint64_t mask = visible_mask(pb, rows, static_cast<int64_t>(list[b0 + m]));
+      bool any_rescale = false;
       for (int64_t r = 0; r < n_rows; ++r) {
+        float& x = w[r * kKeyBlock + m];
+        rescale[r] = 1.0f;
         if (((mask >> (r / pb.group)) & 1u) == 0) {
-          p[r] = 0.0f;  // adds 0 * v: the accumulator keeps its bits
+          x = 0.0f;  // adds 0 * v: the accumulator keeps its value
           continue;
         }
-        float s = sc[r * kKeyBlock + (m - b0)] * scale;
+        float s = x * scale;
         if (prm.softcap > 0.0f) s = prm.softcap * std::tanh(s);
         float ms = 1.0f, vs = 1.0f;
         if (s > o.m[r]) {
           ms = std::exp(o.m[r] - s);
           // Before the first key the accumulator is all zeros: scaling it changes nothing.
-          if (o.m[r] != kNegInf) pb.kr->scale(o.acc + r * pb.dv, pb.dv, ms, false);
+          if (o.m[r] != kNegInf && ms != 1.0f) {
+            rescale[r] = ms;
+            any_rescale = true;
+          }
           o.m[r] = s;
         } else {
           vs = std::exp(s - o.m[r]);
         }
         o.s[r] = o.s[r] * ms + vs;
-        p[r] = vs;
+        x = vs;
       }
-      dequant(v_base + static_cast<size_t>(keys[m]) * v_stride, v32, pb.dv);
-      for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
-        const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
-        bool any = false;
-        for (int i = 0; i < nr; ++i) any |= p[r0 + i] != 0.0f;
-        if (!any) continue;
-        pb.kr->pv_f32(p + r0, 1, nr, &zero_key, 0, 1, v32, 0, pb.dv, o.acc + r0 * pb.dv, pb.dv);
+      if (any_rescale) {
+        add_values(pb, n_rows, w, local, run, m, vb, o.acc);
+        run = m;
+        for (int64_t r = 0; r < n_rows; ++r) {
+          if (rescale[r] != 1.0f) pb.kr->scale(o.acc + r * pb.dv, pb.dv, rescale[r], false);
+        }
       }
     }
+    add_values(pb, n_rows, w, local, run, nb, vb, o.acc);
   }
 }
 
@@ -131,11 +168,13 @@ void finish_rows(const Problem& pb, const Rows& rows, const Online& o) {
 
 void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
   const int64_t n_rows = rows.n_tok * pb.group;
-  float* keys = grow(buf, 2 * pb.n_kv + n_rows * (2 + pb.dv) + work_floats(pb, n_rows));
+  float* keys = grow(
+      buf, 2 * pb.n_kv + n_rows * (2 + pb.dv) + work_floats(pb, n_rows) + q8_floats(pb, n_rows));
   float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
-  const Online o{keys + 2 * pb.n_kv, keys + 2 * pb.n_kv + n_rows, keys + 2 * pb.n_kv + 2 * n_rows};
+  float* state = keys + 2 * pb.n_kv;
+  const Online o{state, state + n_rows, state + 2 * n_rows};
   float* work = o.acc + n_rows * pb.dv;
-  auto* q8 = reinterpret_cast<uint8_t*>(work + n_rows * kKeyBlock + pb.dv + n_rows);
+  auto* q8 = reinterpret_cast<uint8_t*>(work + work_floats(pb, n_rows));
   init_online(o, n_rows, pb.dv);
   const int64_t n = visible_keys(pb, rows, keys, list);
   if (n > 0) {
@@ -166,13 +205,12 @@ void run_blocks_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int
   const int64_t n = visible_keys(pb, Rows{0, 0, pb.n_q}, keys, list);
   const int64_t n_chunks = n == 0 ? 1 : split_chunks(pb, n, nt);
   // [kvh] quantized queries, then [chunk][kvh][row] partials (M, S, acc[dv]).
-  const int64_t q8_floats =
-      static_cast<int64_t>((pb.q8_bytes * sz(all_rows) + sizeof(float) - 1) / sizeof(float));
+  const int64_t q8_all = q8_floats(pb, all_rows);
   const int64_t part = 2 + pb.dv;
-  keys = grow(buf, 2 * pb.n_kv + q8_floats + n_chunks * all_rows * part);
+  keys = grow(buf, 2 * pb.n_kv + q8_all + n_chunks * all_rows * part);
   list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
   auto* q8 = reinterpret_cast<uint8_t*>(keys + 2 * pb.n_kv);
-  float* partials = keys + 2 * pb.n_kv + q8_floats;
+  float* partials = keys + 2 * pb.n_kv + q8_all;
   for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
     quantize_queries(pb, Rows{kvh, 0, pb.n_q}, q8 + sz(kvh * n_rows) * pb.q8_bytes);
   }
