@@ -1,0 +1,154 @@
+// Weight repacking (portable byte shuffles), activation preparation, the scalar packed kernels
+// and packed_kernels() dispatch.
+#include "backends/cpu/kernels/repack.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/kernels/repack_internal.h"
+#include "core/fp16.h"
+
+namespace geniex::cpu {
+namespace {
+
+using detail::kQ4_0x8Block;
+using detail::kQ8x4Ds;
+using detail::kQ8x4Qs;
+using detail::load_i32;
+
+constexpr size_t kQ4_0Bytes = 18, kQ8_0Bytes = 34;
+
+void repack_q4_0(int64_t k, const uint8_t* src, size_t src_stride, int64_t n, int64_t g0,
+                 int64_t g1, uint8_t* dst) {
+  const size_t nb = static_cast<size_t>(k / 32);
+  const size_t gb = nb * kQ4_0x8Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* out = dst + static_cast<size_t>(g) * gb;
+    std::memset(out, 0, gb);
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      const int64_t row = g * kPackRows + r;
+      if (row >= n) break;
+      const uint8_t* s = src + static_cast<size_t>(row) * src_stride;
+      for (size_t ib = 0; ib < nb; ++ib, s += kQ4_0Bytes) {
+        uint8_t* b = out + ib * kQ4_0x8Block;
+        std::memcpy(b + 2 * r, s, 2);
+        for (int m = 0; m < 4; ++m) std::memcpy(b + 16 + 32 * m + 4 * r, s + 2 + 4 * m, 4);
+      }
+    }
+  }
+}
+
+// Q8_0 row -> [qs of every block][float d, int32 -8 * Σ q per block].
+void prepare_q8_0_for_q4_0x8(const uint8_t* q, int64_t k, uint8_t* dst) {
+  const size_t nb = static_cast<size_t>(k / 32);
+  uint8_t* ds = dst + nb * kQ8x4Qs;
+  for (size_t ib = 0; ib < nb; ++ib, q += kQ8_0Bytes) {
+    uint16_t h;
+    std::memcpy(&h, q, 2);
+    const float d = fp16_to_fp32(h);
+    int32_t sum = 0;
+    for (int e = 0; e < 32; ++e) sum += static_cast<int8_t>(q[2 + e]);
+    const int32_t corr = -8 * sum;
+    std::memcpy(dst + ib * kQ8x4Qs, q + 2, 32);
+    std::memcpy(ds + ib * kQ8x4Ds, &d, 4);
+    std::memcpy(ds + ib * kQ8x4Ds + 4, &corr, 4);
+  }
+}
+
+void q4_0x8_gemm_scalar(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a, size_t a_stride,
+                        int64_t nc, float* out, size_t out_stride) {
+  const size_t nb = static_cast<size_t>(k / 32);
+  const size_t gb = nb * kQ4_0x8Block;
+  for (int64_t g = 0; g * kPackRows < nr; ++g) {
+    const int rows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+    const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+    for (int64_t c = 0; c < nc; ++c) {
+      const uint8_t* y = a + static_cast<size_t>(c) * a_stride;
+      const uint8_t* ds = y + nb * kQ8x4Qs;
+      float acc[kPackRows] = {};
+      for (size_t ib = 0; ib < nb; ++ib) {
+        const uint8_t* x = wg + ib * kQ4_0x8Block;
+        const auto* qs = reinterpret_cast<const int8_t*>(y + ib * kQ8x4Qs);
+        float da;
+        std::memcpy(&da, ds + ib * kQ8x4Ds, 4);
+        const int32_t corr = load_i32(ds + ib * kQ8x4Ds + 4);
+        for (int r = 0; r < rows; ++r) {
+          int32_t s = corr;
+          for (int m = 0; m < 4; ++m) {
+            for (int e = 0; e < 4; ++e) {
+              const uint8_t b = x[16 + 32 * m + 4 * r + e];
+              s += (b & 0x0F) * qs[4 * m + e] + (b >> 4) * qs[16 + 4 * m + e];
+            }
+          }
+          uint16_t h;
+          std::memcpy(&h, x + 2 * r, 2);
+          acc[r] += fp16_to_fp32(h) * da * static_cast<float>(s);
+        }
+      }
+      float* o = out + static_cast<size_t>(c) * out_stride + static_cast<size_t>(g) * kPackRows;
+      std::copy_n(acc, rows, o);
+    }
+  }
+}
+
+PackedGemmFn packed_gemm_for(Isa isa, GgmlType t) {
+  switch (isa) {
+    case Isa::kScalar: return detail::scalar_packed_gemm(t);
+#if defined(GENIEX_CPU_X86)
+    case Isa::kAvx2: return detail::avx2_packed_gemm(t);
+    case Isa::kAvx512Vnni: return detail::avx512vnni_packed_gemm(t);
+#endif
+#if defined(GENIEX_CPU_ARM64)
+    case Isa::kNeon: return detail::neon_packed_gemm(t);
+    case Isa::kNeonDotprod: return detail::neon_dotprod_packed_gemm(t);
+    case Isa::kNeonI8mm: return detail::neon_i8mm_packed_gemm(t);
+#endif
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+namespace detail {
+PackedGemmFn scalar_packed_gemm(GgmlType t) {
+  return t == GgmlType::kQ4_0 ? q4_0x8_gemm_scalar : nullptr;
+}
+}  // namespace detail
+
+bool can_repack(GgmlType t) { return t == GgmlType::kQ4_0; }
+
+size_t packed_group_bytes(GgmlType t, int64_t k) {
+  if (!can_repack(t) || k < 0 || k % 32 != 0) return 0;
+  return static_cast<size_t>(k / 32) * kQ4_0x8Block;
+}
+
+size_t packed_bytes(GgmlType t, int64_t k, int64_t n) {
+  return packed_group_bytes(t, k) * static_cast<size_t>((n + kPackRows - 1) / kPackRows);
+}
+
+void repack_groups(GgmlType t, int64_t k, const uint8_t* src, size_t src_stride, int64_t n,
+                   int64_t g0, int64_t g1, uint8_t* dst) {
+  if (t == GgmlType::kQ4_0) repack_q4_0(k, src, src_stride, n, g0, g1, dst);
+}
+
+std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
+  if (!can_repack(t)) return std::nullopt;
+  const auto dot = dot_kernels(t, isa);
+  if (!dot) return std::nullopt;
+  for (Isa i = isa;; i = lower_isa(i)) {
+    if (isa_available(i)) {
+      if (PackedGemmFn g = packed_gemm_for(i, t)) {
+        return PackedKernels{dot->act_type,
+                             dot->quantize_act,
+                             prepare_q8_0_for_q4_0x8,
+                             detail::q8_for_q4_0x8_bytes,
+                             g,
+                             i};
+      }
+    }
+    if (i == Isa::kScalar) break;
+  }
+  return std::nullopt;
+}
+
+}  // namespace geniex::cpu

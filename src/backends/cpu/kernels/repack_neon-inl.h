@@ -1,0 +1,101 @@
+// NEON packed (row-interleaved) kernels, included after vec_dot_neon-inl.h by vec_dot_neon.cpp
+// for baseline NEON and for dotprod (the i8mm level uses the dotprod kernel). Q4_0x8 (repack.h):
+// 16 bytes of a chunk hold 4 elements of each of 4 rows, so sdot by lane (baseline: vmull +
+// pairwise adds) with the 4 matching activation bytes leaves row r's partial dot in lane r.
+// NOLINT(build/header_guard): included once per target on purpose.
+
+inline constexpr int kPackedCols = 4;
+
+// acc[r] += Σ_e w[4r + e] * a[4 * L + e] (lane L of a as 4 int8).
+template <int L>
+GENIEX_NEON_TARGET inline int32x4_t dot4_lane(int32x4_t acc, int8x16_t w, int8x16_t a) {
+#if GENIEX_NEON_DOTPROD
+  return vdotq_laneq_s32(acc, w, a, L);
+#else
+  const int8x16_t b = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(a), L));
+  const int16x8_t p = vpaddq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(b)), vmull_high_s8(w, b));
+  return vpadalq_s16(acc, p);
+#endif
+}
+
+template <int NC>
+GENIEX_NEON_TARGET inline void q4_0x8_tile(size_t nb, const uint8_t* w, const uint8_t* const* a,
+                                           float* out, size_t out_stride, int rows) {
+  const uint8x16_t m4 = vdupq_n_u8(0x0F);
+  float32x4_t acc[NC][2];
+  for (int c = 0; c < NC; ++c) acc[c][0] = acc[c][1] = vdupq_n_f32(0.0f);
+  const size_t ds_off = nb * detail::kQ8x4Qs;
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* x = w + ib * detail::kQ4_0x8Block;
+    float dwf[8];
+    for (int r = 0; r < 8; ++r) dwf[r] = f16(x + 2 * r);
+    const float32x4_t dw0 = vld1q_f32(dwf), dw1 = vld1q_f32(dwf + 4);
+    int8x16_t lo[4][2], hi[4][2];  // [chunk][rows 0-3 / 4-7]
+    for (int m = 0; m < 4; ++m) {
+      for (int h = 0; h < 2; ++h) {
+        const uint8x16_t bits = vld1q_u8(x + 16 + 32 * m + 16 * h);
+        lo[m][h] = vreinterpretq_s8_u8(vandq_u8(bits, m4));
+        hi[m][h] = vreinterpretq_s8_u8(vshrq_n_u8(bits, 4));
+      }
+    }
+    for (int c = 0; c < NC; ++c) {
+      const uint8_t* y = a[c] + ib * detail::kQ8x4Qs;
+      const uint8_t* ds = a[c] + ds_off + ib * detail::kQ8x4Ds;
+      const int8x16_t a0 = vld1q_s8(reinterpret_cast<const int8_t*>(y));
+      const int8x16_t a1 = vld1q_s8(reinterpret_cast<const int8_t*>(y + 16));
+      const int32x4_t corr = vdupq_n_s32(detail::load_i32(ds + 4));
+      const float32x4_t da = vdupq_n_f32(load_f32(ds));
+      for (int h = 0; h < 2; ++h) {
+        int32x4_t s = corr;
+        s = dot4_lane<0>(s, lo[0][h], a0);
+        s = dot4_lane<1>(s, lo[1][h], a0);
+        s = dot4_lane<2>(s, lo[2][h], a0);
+        s = dot4_lane<3>(s, lo[3][h], a0);
+        s = dot4_lane<0>(s, hi[0][h], a1);
+        s = dot4_lane<1>(s, hi[1][h], a1);
+        s = dot4_lane<2>(s, hi[2][h], a1);
+        s = dot4_lane<3>(s, hi[3][h], a1);
+        acc[c][h] = vfmaq_f32(acc[c][h], vmulq_f32(h == 0 ? dw0 : dw1, da), vcvtq_f32_s32(s));
+      }
+    }
+  }
+  for (int c = 0; c < NC; ++c) {
+    float tmp[8];
+    vst1q_f32(tmp, acc[c][0]);
+    vst1q_f32(tmp + 4, acc[c][1]);
+    float* o = out + static_cast<size_t>(c) * out_stride;
+    for (int r = 0; r < rows; ++r) o[r] = tmp[r];
+  }
+}
+
+GENIEX_NEON_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
+                                    size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nb = static_cast<size_t>(k / 32);
+  const size_t gb = nb * detail::kQ4_0x8Block;
+  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
+  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
+    const int64_t g1 = std::min(ngroups, g0 + chunk);
+    for (int64_t c0 = 0; c0 < nc; c0 += kPackedCols) {
+      const int m = static_cast<int>(std::min<int64_t>(kPackedCols, nc - c0));
+      const uint8_t* rows[kPackedCols];
+      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
+        switch (m) {
+          case 4: q4_0x8_tile<4>(nb, wg, rows, o, out_stride, nrows); break;
+          case 3: q4_0x8_tile<3>(nb, wg, rows, o, out_stride, nrows); break;
+          case 2: q4_0x8_tile<2>(nb, wg, rows, o, out_stride, nrows); break;
+          default: q4_0x8_tile<1>(nb, wg, rows, o, out_stride, nrows); break;
+        }
+      }
+    }
+  }
+}
+
+PackedGemmFn packed_gemm_for_type(GgmlType t) {
+  return t == GgmlType::kQ4_0 ? q4_0x8_gemm : nullptr;
+}

@@ -1,0 +1,104 @@
+// x86 packed (row-interleaved) kernels, included after vec_dot_x86-inl.h by vec_dot_avx2.cpp and
+// vec_dot_avx512.cpp inside the same per-ISA namespace (same GENIEX_X86_TARGET / GENIEX_X86_VNNI).
+// Q4_0x8 (repack.h): one 32-byte chunk holds 4 elements of each of 8 rows, so a dot with the
+// matching 4 activation bytes broadcast to every lane leaves row r's partial dot in lane r. A
+// block costs 8 vpdpbusd (AVX2: 8 maddubs summed in int16, one madd) per activation row for 8
+// weight rows, and the 8 row results are scaled and accumulated as one float vector: no
+// horizontal sums, one linear weight stream per group.
+// NOLINT(build/header_guard): included once per target on purpose.
+
+// Activation rows per pass over a group: a float accumulator each, plus the 8 unpacked weight
+// vectors (32 ymm registers with AVX-512 VL, 16 with AVX2).
+inline constexpr int kPackedCols = GENIEX_X86_VNNI ? 8 : 4;
+
+// The 4 activation bytes that meet unpacked chunk m (0..3: low nibbles, 4..7: high), in every lane.
+GENIEX_X86_TARGET inline __m256i q4_0x8_act(const uint8_t* y, int m) {
+  return _mm256_set1_epi32(detail::load_i32(y + (m < 4 ? 4 * m : 16 + 4 * (m - 4))));
+}
+
+template <int NC>
+GENIEX_X86_TARGET inline void q4_0x8_tile(size_t nb, const uint8_t* w, const uint8_t* const* a,
+                                          float* out, size_t out_stride, int rows) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[NC];
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  const size_t ds_off = nb * detail::kQ8x4Qs;
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* x = w + ib * detail::kQ4_0x8Block;
+    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
+    __m256i q[8];
+    for (int m = 0; m < 4; ++m) {
+      const __m256i bits = loadu256(x + 16 + 32 * m);
+      q[m] = _mm256_and_si256(bits, m4);
+      q[m + 4] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+    }
+    for (int c = 0; c < NC; ++c) {
+      const uint8_t* y = a[c] + ib * detail::kQ8x4Qs;
+      const uint8_t* ds = a[c] + ds_off + ib * detail::kQ8x4Ds;
+#if GENIEX_X86_VNNI
+      __m256i s = _mm256_set1_epi32(detail::load_i32(ds + 4));
+      for (int m = 0; m < 8; ++m) s = _mm256_dpbusd_epi32(s, q[m], q4_0x8_act(y, m));
+#else
+      // maddubs pairs are <= 2 * 15 * 127 in magnitude, so 8 of them add up exactly in int16.
+      __m256i t = _mm256_maddubs_epi16(q[0], q4_0x8_act(y, 0));
+      for (int m = 1; m < 8; ++m)
+        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[m], q4_0x8_act(y, m)));
+      const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)),
+                                         _mm256_set1_epi32(detail::load_i32(ds + 4)));
+#endif
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(load_f32(ds)));
+      acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s), acc[c]);
+    }
+  }
+  for (int c = 0; c < NC; ++c) {
+    float* o = out + static_cast<size_t>(c) * out_stride;
+    if (rows == 8) {
+      _mm256_storeu_ps(o, acc[c]);
+    } else {
+      float tmp[8];
+      _mm256_storeu_ps(tmp, acc[c]);
+      for (int r = 0; r < rows; ++r) o[r] = tmp[r];
+    }
+  }
+}
+
+// Groups are taken in chunks of about 32 KiB so a chunk stays in L1/L2 while every tile of
+// kPackedCols activation rows streams over it; with one activation row (GEMV) this is a single
+// linear pass over the weights.
+GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
+                                   size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nb = static_cast<size_t>(k / 32);
+  const size_t gb = nb * detail::kQ4_0x8Block;
+  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
+  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
+    const int64_t g1 = std::min(ngroups, g0 + chunk);
+    for (int64_t c0 = 0; c0 < nc; c0 += kPackedCols) {
+      const int m = static_cast<int>(std::min<int64_t>(kPackedCols, nc - c0));
+      const uint8_t* rows[kPackedCols];
+      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
+        switch (m) {
+#if GENIEX_X86_VNNI
+          case 8: q4_0x8_tile<8>(nb, wg, rows, o, out_stride, nrows); break;
+          case 7: q4_0x8_tile<7>(nb, wg, rows, o, out_stride, nrows); break;
+          case 6: q4_0x8_tile<6>(nb, wg, rows, o, out_stride, nrows); break;
+          case 5: q4_0x8_tile<5>(nb, wg, rows, o, out_stride, nrows); break;
+#endif
+          case 4: q4_0x8_tile<4>(nb, wg, rows, o, out_stride, nrows); break;
+          case 3: q4_0x8_tile<3>(nb, wg, rows, o, out_stride, nrows); break;
+          case 2: q4_0x8_tile<2>(nb, wg, rows, o, out_stride, nrows); break;
+          default: q4_0x8_tile<1>(nb, wg, rows, o, out_stride, nrows); break;
+        }
+      }
+    }
+  }
+}
+
+PackedGemmFn packed_gemm_for_type(GgmlType t) {
+  return t == GgmlType::kQ4_0 ? q4_0x8_gemm : nullptr;
+}
