@@ -11,45 +11,73 @@
 // vectors (32 ymm registers with AVX-512 VL, 16 with AVX2).
 inline constexpr int kPackedCols = GENIEX_X86_VNNI ? 8 : 4;
 
-// The 4 activation bytes that meet unpacked chunk m (0..3: low nibbles, 4..7: high), in every lane.
-GENIEX_X86_TARGET inline __m256i q4_0x8_act(const uint8_t* y, int m) {
-  return _mm256_set1_epi32(detail::load_i32(y + (m < 4 ? 4 * m : 16 + 4 * (m - 4))));
-}
-
+// One group x NC activation rows. The integer dots of the NC rows run as NC independent chains
+// (interleaved per chunk, so vpdpbusd latency overlaps); with few rows each chain is split in
+// kSplit partial sums instead. Chunks are unpacked one at a time to keep register pressure low
+// (AVX2 has 16 ymm registers).
 template <int NC>
 GENIEX_X86_TARGET inline void q4_0x8_tile(size_t nb, const uint8_t* w, const uint8_t* const* a,
                                           float* out, size_t out_stride, int rows) {
+  constexpr int kSplit = NC >= 4 ? 1 : NC == 1 ? 4 : 2;
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   __m256 acc[NC];
+#pragma GCC unroll 8
   for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
   const size_t ds_off = nb * detail::kQ8x4Qs;
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* x = w + ib * detail::kQ4_0x8Block;
-    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
-    __m256i q[8];
+    const uint8_t* y[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) y[c] = a[c] + ib * detail::kQ8x4Qs;
+    __m256i s[NC][kSplit];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+#pragma GCC unroll 4
+      for (int j = 0; j < kSplit; ++j) s[c][j] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 4
     for (int m = 0; m < 4; ++m) {
       const __m256i bits = loadu256(x + 16 + 32 * m);
-      q[m] = _mm256_and_si256(bits, m4);
-      q[m + 4] = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-    }
-    for (int c = 0; c < NC; ++c) {
-      const uint8_t* y = a[c] + ib * detail::kQ8x4Qs;
-      const uint8_t* ds = a[c] + ds_off + ib * detail::kQ8x4Ds;
+      const __m256i lo = _mm256_and_si256(bits, m4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        const __m256i alo = _mm256_set1_epi32(detail::load_i32(y[c] + 4 * m));
+        const __m256i ahi = _mm256_set1_epi32(detail::load_i32(y[c] + 16 + 4 * m));
+        __m256i& s0 = s[c][(2 * m) % kSplit];
+        __m256i& s1 = s[c][(2 * m + 1) % kSplit];
 #if GENIEX_X86_VNNI
-      __m256i s = _mm256_set1_epi32(detail::load_i32(ds + 4));
-      for (int m = 0; m < 8; ++m) s = _mm256_dpbusd_epi32(s, q[m], q4_0x8_act(y, m));
+        s0 = _mm256_dpbusd_epi32(s0, lo, alo);
+        s1 = _mm256_dpbusd_epi32(s1, hi, ahi);
 #else
-      // maddubs pairs are <= 2 * 15 * 127 in magnitude, so 8 of them add up exactly in int16.
-      __m256i t = _mm256_maddubs_epi16(q[0], q4_0x8_act(y, 0));
-      for (int m = 1; m < 8; ++m)
-        t = _mm256_add_epi16(t, _mm256_maddubs_epi16(q[m], q4_0x8_act(y, m)));
-      const __m256i s = _mm256_add_epi32(_mm256_madd_epi16(t, _mm256_set1_epi16(1)),
-                                         _mm256_set1_epi32(detail::load_i32(ds + 4)));
+        // maddubs pairs are <= 2 * 15 * 127 in magnitude: 8 of them add up exactly in int16.
+        s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, alo));
+        s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, ahi));
 #endif
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      const uint8_t* ds = a[c] + ds_off + ib * detail::kQ8x4Ds;
+      __m256i t = s[c][0];
+#pragma GCC unroll 4
+      for (int j = 1; j < kSplit; ++j) {
+#if GENIEX_X86_VNNI
+        t = _mm256_add_epi32(t, s[c][j]);
+#else
+        t = _mm256_add_epi16(t, s[c][j]);
+#endif
+      }
+#if !GENIEX_X86_VNNI
+      t = _mm256_madd_epi16(t, _mm256_set1_epi16(1));
+#endif
+      t = _mm256_add_epi32(t, _mm256_set1_epi32(detail::load_i32(ds + 4)));
       const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(load_f32(ds)));
-      acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(s), acc[c]);
+      acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[c]);
     }
   }
+#pragma GCC unroll 8
   for (int c = 0; c < NC; ++c) {
     float* o = out + static_cast<size_t>(c) * out_stride;
     if (rows == 8) {
