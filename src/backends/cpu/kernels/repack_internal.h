@@ -21,6 +21,21 @@ inline size_t q8_for_q4_0x8_bytes(int64_t k) {
   return static_cast<size_t>(k / 32) * (kQ8x4Qs + kQ8x4Ds);
 }
 
+// Q4_Kx8: per 256-element super-block, 8 f16 d (@0), 8 f16 dmin (@16), the 6-bit sub-block
+// scales as bytes [sub-block s][row r] (@32), the mins as bytes [pair p][row r][2] (@96: mins
+// of sub-blocks 2p, 2p+1 side by side, for one madd with a pair of activation sums), then 32
+// chunks of 32 bytes (@160): chunk 8j + t holds, for row r at bytes 4r..4r+3, that row's
+// qs[32j + 4t .. 32j + 4t + 3] (low nibbles: sub-block 2j, high nibbles: sub-block 2j + 1).
+inline constexpr size_t kQ4_Kx8Block = 160 + 32 * 32;
+inline constexpr size_t kQ4_Kx8Scales = 32, kQ4_Kx8Mins = 96, kQ4_Kx8Qs = 160;
+
+// Prepared Q8_K activations for Q4_Kx8: the quants of every super-block back to back, then per
+// super-block the float scale and the int16 sums of its 8 sub-blocks of 32.
+inline constexpr size_t kQ8KxQs = 256, kQ8KxDs = 20;
+inline size_t q8k_for_q4_kx8_bytes(int64_t k) {
+  return static_cast<size_t>(k / 256) * (kQ8KxQs + kQ8KxDs);
+}
+
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);

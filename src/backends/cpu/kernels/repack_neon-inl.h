@@ -96,6 +96,95 @@ GENIEX_NEON_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, con
   }
 }
 
+// Σ over the 8 chunks w[0..7] (4 rows x 4 bytes each) of 4-byte dots with activation bytes
+// a0 (chunks 0..3) and a1 (chunks 4..7).
+GENIEX_NEON_TARGET inline int32x4_t dot8_chunks(int32x4_t s, const int8x16_t* w, int8x16_t a0,
+                                                int8x16_t a1) {
+  s = dot4_lane<0>(s, w[0], a0);
+  s = dot4_lane<1>(s, w[1], a0);
+  s = dot4_lane<2>(s, w[2], a0);
+  s = dot4_lane<3>(s, w[3], a0);
+  s = dot4_lane<0>(s, w[4], a1);
+  s = dot4_lane<1>(s, w[5], a1);
+  s = dot4_lane<2>(s, w[6], a1);
+  return dot4_lane<3>(s, w[7], a1);
+}
+
+// 4 bytes -> int32x4.
+GENIEX_NEON_TARGET inline int32x4_t widen4(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  const uint16x8_t h = vmovl_u8(vcreate_u8(v));
+  return vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(h)));
+}
+
+// Q4_Kx8, one activation row at a time (the NEON path is kept simple: correctness under qemu,
+// plain multi-row reuse on hardware).
+GENIEX_NEON_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
+                                    size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nsb = static_cast<size_t>(k / 256);
+  const size_t gb = nsb * detail::kQ4_Kx8Block;
+  const size_t ds_off = nsb * detail::kQ8KxQs;
+  const uint8x16_t m4 = vdupq_n_u8(0x0F);
+  for (int64_t g = 0; g * kPackRows < nr; ++g) {
+    const int rows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+    const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+    for (int64_t c = 0; c < nc; ++c) {
+      const uint8_t* yc = a + static_cast<size_t>(c) * a_stride;
+      float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+      for (size_t sb = 0; sb < nsb; ++sb) {
+        const uint8_t* x = wg + sb * detail::kQ4_Kx8Block;
+        const uint8_t* y = yc + sb * detail::kQ8KxQs;
+        const uint8_t* ds = yc + ds_off + sb * detail::kQ8KxDs;
+        int16_t ssum[8];
+        std::memcpy(ssum, ds + 4, 16);
+        const float da = load_f32(ds);
+        for (int h = 0; h < 2; ++h) {
+          int32x4_t isum = vdupq_n_s32(0);
+          for (int j = 0; j < 4; ++j) {
+            int8x16_t lo[8], hi[8];
+            for (int t = 0; t < 8; ++t) {
+              const uint8x16_t bits = vld1q_u8(x + detail::kQ4_Kx8Qs + 32 * (8 * j + t) + 16 * h);
+              lo[t] = vreinterpretq_s8_u8(vandq_u8(bits, m4));
+              hi[t] = vreinterpretq_s8_u8(vshrq_n_u8(bits, 4));
+            }
+            const auto* yj = reinterpret_cast<const int8_t*>(y + 64 * j);
+            const int32x4_t sl = dot8_chunks(vdupq_n_s32(0), lo, vld1q_s8(yj), vld1q_s8(yj + 16));
+            const int32x4_t sh =
+                dot8_chunks(vdupq_n_s32(0), hi, vld1q_s8(yj + 32), vld1q_s8(yj + 48));
+            isum = vmlaq_s32(isum, sl, widen4(x + detail::kQ4_Kx8Scales + 16 * j + 4 * h));
+            isum = vmlaq_s32(isum, sh, widen4(x + detail::kQ4_Kx8Scales + 16 * j + 8 + 4 * h));
+          }
+          int32_t ms[4];
+          for (int r = 0; r < 4; ++r) {
+            int32_t m = 0;
+            for (int sub = 0; sub < 8; ++sub) {
+              m += x[detail::kQ4_Kx8Mins + 16 * (sub / 2) + 2 * (4 * h + r) + sub % 2] * ssum[sub];
+            }
+            ms[r] = m;
+          }
+          float dwf[4], dmf[4];
+          for (int r = 0; r < 4; ++r) {
+            dwf[r] = f16(x + 2 * (4 * h + r)) * da;
+            dmf[r] = f16(x + 16 + 2 * (4 * h + r)) * da;
+          }
+          acc[h] = vfmaq_f32(acc[h], vld1q_f32(dwf), vcvtq_f32_s32(isum));
+          acc[h] = vfmsq_f32(acc[h], vld1q_f32(dmf), vcvtq_f32_s32(vld1q_s32(ms)));
+        }
+      }
+      float tmp[8];
+      vst1q_f32(tmp, acc[0]);
+      vst1q_f32(tmp + 4, acc[1]);
+      float* o = out + static_cast<size_t>(c) * out_stride + static_cast<size_t>(g) * kPackRows;
+      for (int r = 0; r < rows; ++r) o[r] = tmp[r];
+    }
+  }
+}
+
 PackedGemmFn packed_gemm_for_type(GgmlType t) {
-  return t == GgmlType::kQ4_0 ? q4_0x8_gemm : nullptr;
+  switch (t) {
+    case GgmlType::kQ4_0: return q4_0x8_gemm;
+    case GgmlType::kQ4_K: return q4_kx8_gemm;
+    default: return nullptr;
+  }
 }

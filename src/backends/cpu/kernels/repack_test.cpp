@@ -94,16 +94,19 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
   }
 }
 
-TEST(Repack, CoversQ4_0OnEveryIsa) {
+TEST(Repack, CoversQ4_0AndQ4_KOnEveryIsa) {
   EXPECT_TRUE(can_repack(GgmlType::kQ4_0));
+  EXPECT_TRUE(can_repack(GgmlType::kQ4_K));
   EXPECT_FALSE(can_repack(GgmlType::kF32));
   EXPECT_FALSE(packed_kernels(GgmlType::kF32).has_value());
-  for (Isa isa : available_isas()) {
-    const auto pk = packed_kernels(GgmlType::kQ4_0, isa);
-    ASSERT_TRUE(pk.has_value());
-    EXPECT_TRUE(isa_available(pk->isa));
-    if (isa != Isa::kScalar) {
-      EXPECT_NE(pk->isa, Isa::kScalar) << isa_name(isa);
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    for (Isa isa : available_isas()) {
+      const auto pk = packed_kernels(t, isa);
+      ASSERT_TRUE(pk.has_value());
+      EXPECT_TRUE(isa_available(pk->isa));
+      if (isa != Isa::kScalar) {
+        EXPECT_NE(pk->isa, Isa::kScalar) << isa_name(isa);
+      }
     }
   }
 }
@@ -121,6 +124,15 @@ TEST(Repack, Q4_0MatchesVecDotRef) {
   }
   check_packed(GgmlType::kQ4_0, 32 * 11, 19, cols_1_to_70());
   check_packed(GgmlType::kQ4_0, 32 * 1100, 9, {1, 4});  // long rows
+}
+
+TEST(Repack, Q4_KMatchesVecDotRef) {
+  const std::vector<int64_t> few = {1, 2, 3, 4, 5, 9};
+  for (int64_t k : {256, 256 * 3, 2048}) {
+    for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ4_K, k, nr, few);
+  }
+  check_packed(GgmlType::kQ4_K, 256 * 5, 19, cols_1_to_70());
+  check_packed(GgmlType::kQ4_K, 256 * 130, 9, {1, 4});  // long rows
 }
 
 }  // namespace
