@@ -54,10 +54,13 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
   constexpr int64_t kGroupsPerTask = 64;
   pool.parallel_for((groups + kGroupsPerTask - 1) / kGroupsPerTask, [&](int64_t t, int) {
     const int64_t g0 = t * kGroupsPerTask;
-    kern::repack_groups(wtype, k, w.data(), *w_row, n, g0, std::min(groups, g0 + kGroupsPerTask),
-                        p->data.get());
+    const int64_t g1 = std::min(groups, g0 + kGroupsPerTask);
+    kern::repack_groups(wtype, k, w.data(), *w_row, n, g0, g1, p->data.get());
+    // Slice by slice, so the original and the packed copy of a large matrix (an LM head) are
+    // never both resident in full.
+    const int64_t r0 = g0 * kern::kPackRows, r1 = std::min(n, g1 * kern::kPackRows);
+    release_pages(w.data() + sz(r0) * *w_row, sz(r1 - r0) * *w_row);
   });
-  release_pages(w.data(), *w_row * sz(n));
   return p;
 }
 

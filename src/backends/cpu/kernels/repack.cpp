@@ -17,13 +17,18 @@ using detail::kQ4_Kx8Block;
 using detail::kQ4_Kx8Mins;
 using detail::kQ4_Kx8Qs;
 using detail::kQ4_Kx8Scales;
+using detail::kQ6_Kx8Block;
+using detail::kQ6_Kx8Scales;
+using detail::kQ8K6Ds;
 using detail::kQ8KxDs;
 using detail::kQ8KxQs;
 using detail::kQ8x4Ds;
 using detail::kQ8x4Qs;
 using detail::load_i32;
+using detail::q6_kx8_chunk;
 
-constexpr size_t kQ4_0Bytes = 18, kQ8_0Bytes = 34, kQ4_KBytes = 144, kQ8_KBytes = 292;
+constexpr size_t kQ4_0Bytes = 18, kQ8_0Bytes = 34, kQ4_KBytes = 144, kQ6_KBytes = 210,
+                 kQ8_KBytes = 292;
 
 float f16_at(const uint8_t* p) {
   uint16_t h;
@@ -192,6 +197,99 @@ void q4_kx8_gemm_scalar(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* 
   }
 }
 
+void repack_q6_k(int64_t k, const uint8_t* src, size_t src_stride, int64_t n, int64_t g0,
+                 int64_t g1, uint8_t* dst) {
+  const size_t nsb = static_cast<size_t>(k / 256);
+  const size_t gb = nsb * kQ6_Kx8Block;
+  for (int64_t g = g0; g < g1; ++g) {
+    uint8_t* out = dst + static_cast<size_t>(g) * gb;
+    std::memset(out, 0, gb);
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      const int64_t row = g * kPackRows + r;
+      if (row >= n) break;
+      const uint8_t* s = src + static_cast<size_t>(row) * src_stride;
+      for (size_t sb = 0; sb < nsb; ++sb, s += kQ6_KBytes) {
+        uint8_t* b = out + sb * kQ6_Kx8Block;
+        std::memcpy(b + 2 * r, s + 208, 2);
+        for (int sub = 0; sub < 16; ++sub) b[kQ6_Kx8Scales + 8 * sub + r] = s[192 + sub];
+        for (int nh = 0; nh < 2; ++nh) {
+          for (int v = 0; v < 8; ++v) {
+            std::memcpy(b + q6_kx8_chunk(nh, v, 0) + 4 * r, s + 128 + 32 * nh + 4 * v, 4);
+            std::memcpy(b + q6_kx8_chunk(nh, v, 1) + 4 * r, s + 64 * nh + 4 * v, 4);
+            std::memcpy(b + q6_kx8_chunk(nh, v, 2) + 4 * r, s + 64 * nh + 32 + 4 * v, 4);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Q8_K row -> [qs of every super-block][float d, int32 -32 * bsum of each sub-block of 16].
+void prepare_q8_k_for_q6_kx8(const uint8_t* q, int64_t k, uint8_t* dst) {
+  const size_t nsb = static_cast<size_t>(k / 256);
+  uint8_t* ds = dst + nsb * kQ8KxQs;
+  for (size_t sb = 0; sb < nsb; ++sb, q += kQ8_KBytes) {
+    std::memcpy(dst + sb * kQ8KxQs, q + 4, 256);
+    std::memcpy(ds + sb * kQ8K6Ds, q, 4);
+    for (int sub = 0; sub < 16; ++sub) {
+      int16_t b;
+      std::memcpy(&b, q + 260 + 2 * sub, 2);
+      const int32_t corr = -32 * b;
+      std::memcpy(ds + sb * kQ8K6Ds + 4 + 4 * sub, &corr, 4);
+    }
+  }
+}
+
+// The unsigned 6-bit quant (q + 32) of element 128n + 32i + 4v + e of row r.
+inline int q6_kx8_value(const uint8_t* x, int r, int nh, int i, int v, int e) {
+  const uint8_t ql = x[q6_kx8_chunk(nh, v, 1 + (i & 1)) + 4 * r + e];
+  const uint8_t qh = x[q6_kx8_chunk(nh, v, 0) + 4 * r + e];
+  const int lo = i < 2 ? (ql & 0x0F) : (ql >> 4);
+  return lo | (((qh >> (2 * i)) & 3) << 4);
+}
+
+void q6_kx8_gemm_scalar(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a, size_t a_stride,
+                        int64_t nc, float* out, size_t out_stride) {
+  const size_t nsb = static_cast<size_t>(k / 256);
+  const size_t gb = nsb * kQ6_Kx8Block;
+  for (int64_t g = 0; g * kPackRows < nr; ++g) {
+    const int rows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+    const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+    for (int64_t c = 0; c < nc; ++c) {
+      const uint8_t* y = a + static_cast<size_t>(c) * a_stride;
+      const uint8_t* ds = y + nsb * kQ8KxQs;
+      float acc[kPackRows] = {};
+      for (size_t sb = 0; sb < nsb; ++sb) {
+        const uint8_t* x = wg + sb * kQ6_Kx8Block;
+        const auto* qs = reinterpret_cast<const int8_t*>(y + sb * kQ8KxQs);
+        const uint8_t* d = ds + sb * kQ8K6Ds;
+        float da;
+        std::memcpy(&da, d, 4);
+        for (int r = 0; r < rows; ++r) {
+          int32_t isum = 0;
+          for (int nh = 0; nh < 2; ++nh) {
+            for (int i = 0; i < 4; ++i) {
+              for (int h = 0; h < 2; ++h) {
+                const int sub = 8 * nh + 2 * i + h;
+                int32_t s = load_i32(d + 4 + 4 * sub);
+                for (int v = 4 * h; v < 4 * h + 4; ++v) {
+                  for (int e = 0; e < 4; ++e) {
+                    s += q6_kx8_value(x, r, nh, i, v, e) * qs[128 * nh + 32 * i + 4 * v + e];
+                  }
+                }
+                isum += s * static_cast<int8_t>(x[kQ6_Kx8Scales + 8 * sub + r]);
+              }
+            }
+          }
+          acc[r] += f16_at(x + 2 * r) * da * static_cast<float>(isum);
+        }
+      }
+      float* o = out + static_cast<size_t>(c) * out_stride + static_cast<size_t>(g) * kPackRows;
+      std::copy_n(acc, rows, o);
+    }
+  }
+}
+
 PackedGemmFn packed_gemm_for(Isa isa, GgmlType t) {
   switch (isa) {
     case Isa::kScalar: return detail::scalar_packed_gemm(t);
@@ -215,17 +313,21 @@ PackedGemmFn scalar_packed_gemm(GgmlType t) {
   switch (t) {
     case GgmlType::kQ4_0: return q4_0x8_gemm_scalar;
     case GgmlType::kQ4_K: return q4_kx8_gemm_scalar;
+    case GgmlType::kQ6_K: return q6_kx8_gemm_scalar;
     default: return nullptr;
   }
 }
 }  // namespace detail
 
-bool can_repack(GgmlType t) { return t == GgmlType::kQ4_0 || t == GgmlType::kQ4_K; }
+bool can_repack(GgmlType t) {
+  return t == GgmlType::kQ4_0 || t == GgmlType::kQ4_K || t == GgmlType::kQ6_K;
+}
 
 size_t packed_group_bytes(GgmlType t, int64_t k) {
   if (k <= 0) return 0;
   if (t == GgmlType::kQ4_0 && k % 32 == 0) return static_cast<size_t>(k / 32) * kQ4_0x8Block;
   if (t == GgmlType::kQ4_K && k % 256 == 0) return static_cast<size_t>(k / 256) * kQ4_Kx8Block;
+  if (t == GgmlType::kQ6_K && k % 256 == 0) return static_cast<size_t>(k / 256) * kQ6_Kx8Block;
   return 0;
 }
 
@@ -237,6 +339,7 @@ void repack_groups(GgmlType t, int64_t k, const uint8_t* src, size_t src_stride,
                    int64_t g0, int64_t g1, uint8_t* dst) {
   if (t == GgmlType::kQ4_0) repack_q4_0(k, src, src_stride, n, g0, g1, dst);
   if (t == GgmlType::kQ4_K) repack_q4_k(k, src, src_stride, n, g0, g1, dst);
+  if (t == GgmlType::kQ6_K) repack_q6_k(k, src, src_stride, n, g0, g1, dst);
 }
 
 std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
@@ -246,6 +349,14 @@ std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
   for (Isa i = isa;; i = lower_isa(i)) {
     if (isa_available(i)) {
       if (PackedGemmFn g = packed_gemm_for(i, t)) {
+        if (t == GgmlType::kQ6_K) {
+          return PackedKernels{dot->act_type,
+                               dot->quantize_act,
+                               prepare_q8_k_for_q6_kx8,
+                               detail::q8k_for_q6_kx8_bytes,
+                               g,
+                               i};
+        }
         if (t == GgmlType::kQ4_K) {
           return PackedKernels{dot->act_type,
                                dot->quantize_act,

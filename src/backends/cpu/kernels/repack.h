@@ -24,7 +24,7 @@ namespace geniex::cpu {
 /// Rows per interleaved group.
 inline constexpr int64_t kPackRows = 8;
 
-/// True for weight types with a packed layout (Q4_0, Q4_K).
+/// True for weight types with a packed layout (Q4_0, Q4_K, Q6_K).
 bool can_repack(GgmlType t);
 
 /// Bytes of one packed group of kPackRows rows of k elements (0 if !can_repack(t) or k is not

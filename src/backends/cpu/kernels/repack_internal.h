@@ -36,6 +36,25 @@ inline size_t q8k_for_q4_kx8_bytes(int64_t k) {
   return static_cast<size_t>(k / 256) * (kQ8KxQs + kQ8KxDs);
 }
 
+// Q6_Kx8: per super-block, 8 f16 d (@0), the int8 scales as [sub-block s][row r] (@16), then
+// (@144) 4 pieces of 12 chunks in the order the kernel reads them: piece 2n + h holds, for
+// v = 4h..4h+3, the qh chunk of v (row r's qh[32n + 4v .. +3] at bytes 4r..4r+3), then the ql
+// chunks of v (ql[64n + 4v ..]) and then of v + 8 (ql[64n + 32 + 4v ..]). Same size as Q6_K.
+inline constexpr size_t kQ6_Kx8Block = 16 + 128 + 4 * 12 * 32;
+inline constexpr size_t kQ6_Kx8Scales = 16, kQ6_Kx8Q = 144;
+// Offset of the qh chunk (part 0) or ql chunk of v (part 1) / v + 8 (part 2) in half n.
+inline constexpr size_t q6_kx8_chunk(int n, int v, int part) {
+  return kQ6_Kx8Q + static_cast<size_t>(32 * (12 * (2 * n + v / 4) + 4 * part + v % 4));
+}
+
+// Prepared Q8_K activations for Q6_Kx8: quants of every super-block, then per super-block the
+// float scale and, per sub-block of 16, the int32 offset correction -32 * Σ q (weights are fed
+// unsigned, q + 32).
+inline constexpr size_t kQ8K6Ds = 4 + 16 * 4;
+inline size_t q8k_for_q6_kx8_bytes(int64_t k) {
+  return static_cast<size_t>(k / 256) * (kQ8KxQs + kQ8K6Ds);
+}
+
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);

@@ -181,10 +181,78 @@ GENIEX_NEON_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, con
   }
 }
 
+// Q6_Kx8, one activation row at a time (see q4_kx8_gemm).
+GENIEX_NEON_TARGET void q6_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
+                                    size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nsb = static_cast<size_t>(k / 256);
+  const size_t gb = nsb * detail::kQ6_Kx8Block;
+  const size_t ds_off = nsb * detail::kQ8KxQs;
+  const uint8x16_t m4 = vdupq_n_u8(0x0F), m3 = vdupq_n_u8(0x03);
+  for (int64_t g = 0; g * kPackRows < nr; ++g) {
+    const int rows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+    const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+    for (int64_t c = 0; c < nc; ++c) {
+      const uint8_t* yc = a + static_cast<size_t>(c) * a_stride;
+      float32x4_t acc[2] = {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)};
+      for (size_t sb = 0; sb < nsb; ++sb) {
+        const uint8_t* x = wg + sb * detail::kQ6_Kx8Block;
+        const uint8_t* y = yc + sb * detail::kQ8KxQs;
+        const uint8_t* ds = yc + ds_off + sb * detail::kQ8K6Ds;
+        const float da = load_f32(ds);
+        for (int hr = 0; hr < 2; ++hr) {  // rows 0-3, 4-7
+          int32x4_t isum = vdupq_n_s32(0);
+          for (int nh = 0; nh < 2; ++nh) {
+            for (int i = 0; i < 4; ++i) {
+              for (int h = 0; h < 2; ++h) {
+                const int sub = 8 * nh + 2 * i + h;
+                int8x16_t q[4];
+                for (int vv = 0; vv < 4; ++vv) {
+                  const int v = 4 * h + vv;
+                  const uint8x16_t ql =
+                      vld1q_u8(x + detail::kQ6_Kx8Ql + 32 * (16 * nh + v + 8 * (i & 1)) + 16 * hr);
+                  const uint8x16_t qh =
+                      vld1q_u8(x + detail::kQ6_Kx8Qh + 32 * (8 * nh + v) + 16 * hr);
+                  const uint8x16_t lo = i < 2 ? vandq_u8(ql, m4) : vshrq_n_u8(ql, 4);
+                  uint8x16_t hb = qh;
+                  if (i == 1) hb = vshrq_n_u8(qh, 2);
+                  if (i == 2) hb = vshrq_n_u8(qh, 4);
+                  if (i == 3) hb = vshrq_n_u8(qh, 6);
+                  q[vv] = vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(vandq_u8(hb, m3), 4)));
+                }
+                const auto* ya = reinterpret_cast<const int8_t*>(y + 128 * nh + 32 * i + 16 * h);
+                const int8x16_t av = vld1q_s8(ya);
+                int32x4_t s = vdupq_n_s32(detail::load_i32(ds + 4 + 4 * sub));
+                s = dot4_lane<0>(s, q[0], av);
+                s = dot4_lane<1>(s, q[1], av);
+                s = dot4_lane<2>(s, q[2], av);
+                s = dot4_lane<3>(s, q[3], av);
+                int8_t scb[8];
+                std::memcpy(scb, x + detail::kQ6_Kx8Scales + 8 * sub, 8);
+                const int32_t sc4[4] = {scb[4 * hr], scb[4 * hr + 1], scb[4 * hr + 2],
+                                        scb[4 * hr + 3]};
+                isum = vmlaq_s32(isum, s, vld1q_s32(sc4));
+              }
+            }
+          }
+          float dwf[4];
+          for (int r = 0; r < 4; ++r) dwf[r] = f16(x + 2 * (4 * hr + r)) * da;
+          acc[hr] = vaddq_f32(acc[hr], vmulq_f32(vld1q_f32(dwf), vcvtq_f32_s32(isum)));
+        }
+      }
+      float tmp[8];
+      vst1q_f32(tmp, acc[0]);
+      vst1q_f32(tmp + 4, acc[1]);
+      float* o = out + static_cast<size_t>(c) * out_stride + static_cast<size_t>(g) * kPackRows;
+      for (int r = 0; r < rows; ++r) o[r] = tmp[r];
+    }
+  }
+}
+
 PackedGemmFn packed_gemm_for_type(GgmlType t) {
   switch (t) {
     case GgmlType::kQ4_0: return q4_0x8_gemm;
     case GgmlType::kQ4_K: return q4_kx8_gemm;
+    case GgmlType::kQ6_K: return q6_kx8_gemm;
     default: return nullptr;
   }
 }

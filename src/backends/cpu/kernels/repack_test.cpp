@@ -94,12 +94,12 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
   }
 }
 
-TEST(Repack, CoversQ4_0AndQ4_KOnEveryIsa) {
+TEST(Repack, CoversItsTypesOnEveryIsa) {
   EXPECT_TRUE(can_repack(GgmlType::kQ4_0));
   EXPECT_TRUE(can_repack(GgmlType::kQ4_K));
   EXPECT_FALSE(can_repack(GgmlType::kF32));
   EXPECT_FALSE(packed_kernels(GgmlType::kF32).has_value());
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     for (Isa isa : available_isas()) {
       const auto pk = packed_kernels(t, isa);
       ASSERT_TRUE(pk.has_value());
@@ -124,6 +124,15 @@ TEST(Repack, Q4_0MatchesVecDotRef) {
   }
   check_packed(GgmlType::kQ4_0, 32 * 11, 19, cols_1_to_70());
   check_packed(GgmlType::kQ4_0, 32 * 1100, 9, {1, 4});  // long rows
+}
+
+TEST(Repack, Q6_KMatchesVecDotRef) {
+  const std::vector<int64_t> few = {1, 2, 3, 4, 5, 9};
+  for (int64_t k : {256, 256 * 3, 2048}) {
+    for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ6_K, k, nr, few);
+  }
+  check_packed(GgmlType::kQ6_K, 256 * 5, 19, cols_1_to_70());
+  check_packed(GgmlType::kQ6_K, 256 * 130, 9, {1, 4});  // long rows
 }
 
 TEST(Repack, Q4_KMatchesVecDotRef) {
