@@ -209,9 +209,8 @@ GENIEX_NEON_TARGET void q6_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, con
                 for (int vv = 0; vv < 4; ++vv) {
                   const int v = 4 * h + vv;
                   const uint8x16_t ql =
-                      vld1q_u8(x + detail::kQ6_Kx8Ql + 32 * (16 * nh + v + 8 * (i & 1)) + 16 * hr);
-                  const uint8x16_t qh =
-                      vld1q_u8(x + detail::kQ6_Kx8Qh + 32 * (8 * nh + v) + 16 * hr);
+                      vld1q_u8(x + detail::q6_kx8_chunk(nh, v, 1 + (i & 1)) + 16 * hr);
+                  const uint8x16_t qh = vld1q_u8(x + detail::q6_kx8_chunk(nh, v, 0) + 16 * hr);
                   const uint8x16_t lo = i < 2 ? vandq_u8(ql, m4) : vshrq_n_u8(ql, 4);
                   uint8x16_t hb = qh;
                   if (i == 1) hb = vshrq_n_u8(qh, 2);
