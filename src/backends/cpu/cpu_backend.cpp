@@ -1,6 +1,7 @@
 #include "backends/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -103,6 +104,9 @@ class CpuBackend final : public Backend {
   std::vector<NodeId> plan_outputs_;
   // Dequantized copies of non-F32 weights read as F32 (e.g. F16 norms), by data address.
   std::unordered_map<const uint8_t*, std::vector<float>> dequantized_;
+  // Matmul weights repacked for the row-interleaved kernels at first use, by data address (null:
+  // the type or shape has no packed kernel). Weights are immutable while bound.
+  std::unordered_map<const uint8_t*, std::unique_ptr<cpu::PackedMatrix>> packed_;
 };
 
 Status CpuBackend::bind(const graph::Graph& g, const graph::BindingsAccess& b) {
@@ -187,6 +191,15 @@ Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
   return v.f;
 }
 
+// GENIEX_REPACK=0 keeps every weight in its GGUF layout (A/B benchmarks of the packed kernels).
+bool repack_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("GENIEX_REPACK");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  return on;
+}
+
 Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
   namespace ref = graph::ref;
   namespace cpu = backends::cpu;
@@ -217,6 +230,20 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
                             desc(0).ne[0], desc(0).ne[1], ispan(1), out);
     case OpKind::kMatMul: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
+      const Val& wv = vals_[in[0]];
+      if (g.node(in[0]).role == NodeRole::kWeight && repack_enabled() &&
+          ::geniex::cpu::can_repack(desc(0).dtype)) {
+        auto [it, fresh] = packed_.try_emplace(wv.raw);
+        const cpu::PackedMatrix* pm = it->second.get();
+        if (fresh || (pm != nullptr && (pm->type != desc(0).dtype || pm->k != desc(0).ne[0] ||
+                                        pm->n != desc(0).ne[1]))) {
+          it->second =
+              cpu::pack_matrix(pool_, desc(0).dtype, std::span<const uint8_t>(wv.raw, wv.raw_size),
+                               desc(0).ne[0], desc(0).ne[1]);
+          pm = it->second.get();
+        }
+        if (pm != nullptr) return cpu::matmul_packed(pool_, scratch_, *pm, x, desc(1).nrows(), out);
+      }
       return cpu::matmul(pool_, scratch_, desc(0).dtype,
                          std::span<const uint8_t>(vals_[in[0]].raw, vals_[in[0]].raw_size),
                          desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out);

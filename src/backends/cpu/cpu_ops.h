@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
+#include "backends/cpu/kernels/repack.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -16,12 +18,32 @@ namespace geniex::backends::cpu {
 /// Scratch memory reused across ops and runs (grown, never shrunk).
 struct Scratch {
   std::vector<uint8_t> act;                    ///< quantized activations of a matmul
+  std::vector<uint8_t> act_packed;             ///< the same, prepared for packed kernels
   std::vector<std::vector<float>> per_thread;  ///< attention rows etc., one per thread
 };
 
 /// y[m, n] = W[n, :] . x[m, :]  (W: n rows of k elements of `wtype`; x: m rows of k floats).
 Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<const uint8_t> w,
               int64_t k, int64_t n, const float* x, int64_t m, float* y);
+
+/// A weight matrix repacked for the row-interleaved kernels (kernels/repack.h).
+struct PackedMatrix {
+  GgmlType type = GgmlType::kF32;
+  int64_t k = 0, n = 0;  ///< n rows of k elements
+  ::geniex::cpu::PackedKernels kernels{};
+  size_t bytes = 0;
+  std::unique_ptr<uint8_t[]> data;
+};
+
+/// Repacks W (n rows of k elements of `wtype`) over the pool, then releases W's pages (contents
+/// kept: see op_matmul_packed.cpp). Null when the type (at the dispatched ISA) or shape has no
+/// packed kernel; matmul() then serves it.
+std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
+                                          std::span<const uint8_t> w, int64_t k, int64_t n);
+
+/// matmul() with packed weights: y[m, w.n] = W . x[m, w.k].
+Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
+                     int64_t m, float* y);
 
 /// out[:, t] = row ids[t] of the table, dequantized.
 Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/repack_internal.h"
 #include "backends/cpu/kernels/vec_dot_internal.h"
 #include "core/fp16.h"
 #include "quant/quant_internal.h"
@@ -23,6 +24,7 @@ namespace {
 }  // namespace avx2
 
 GemmFn avx2_gemm(GgmlType t) { return avx2::gemm_for_type(t); }
+PackedGemmFn avx2_packed_gemm(GgmlType t) { return avx2::packed_gemm_for_type(t); }
 
 QuantizeActFn avx2_quantize_act(GgmlType act_type) {
   switch (act_type) {

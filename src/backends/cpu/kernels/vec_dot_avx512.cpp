@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/repack_internal.h"
 #include "backends/cpu/kernels/vec_dot_internal.h"
 #include "core/fp16.h"
 #include "quant/quant_internal.h"
@@ -26,5 +27,6 @@ namespace {
 
 GemmFn avx512_gemm(GgmlType) { return nullptr; }
 GemmFn avx512vnni_gemm(GgmlType t) { return avx512vnni::gemm_for_type(t); }
+PackedGemmFn avx512vnni_packed_gemm(GgmlType t) { return avx512vnni::packed_gemm_for_type(t); }
 
 }  // namespace geniex::cpu::detail

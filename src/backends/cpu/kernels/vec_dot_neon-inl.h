@@ -582,3 +582,6 @@ GENIEX_NEON_TARGET void quantize_q8_k(const float* x, void* dst, int64_t n) {
 }
 
 #endif  // !GENIEX_NEON_DOTPROD
+
+// The row-interleaved (repacked) kernels, built with the same helpers and target.
+#include "backends/cpu/kernels/repack_neon-inl.h"  // NOLINT(build/include)

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/repack_internal.h"
 #include "backends/cpu/kernels/vec_dot_internal.h"
 #include "core/fp16.h"
 #include "quant/quant_internal.h"
@@ -90,6 +91,24 @@ GemmFn neon_gemm(GgmlType t) { return neon_base::gemm_for_type(t); }
 GemmFn neon_dotprod_gemm([[maybe_unused]] GgmlType t) {
 #if GENIEX_HAVE_NEON_DOTPROD
   return neon_dot::gemm_for_type(t);
+#else
+  return nullptr;
+#endif
+}
+
+PackedGemmFn neon_packed_gemm(GgmlType t) { return neon_base::packed_gemm_for_type(t); }
+
+PackedGemmFn neon_dotprod_packed_gemm([[maybe_unused]] GgmlType t) {
+#if GENIEX_HAVE_NEON_DOTPROD
+  return neon_dot::packed_gemm_for_type(t);
+#else
+  return nullptr;
+#endif
+}
+
+PackedGemmFn neon_i8mm_packed_gemm([[maybe_unused]] GgmlType t) {
+#if GENIEX_HAVE_NEON_I8MM
+  return neon_i8mm::packed_gemm_for_type(t);
 #else
   return nullptr;
 #endif

@@ -652,3 +652,6 @@ GemmFn gemm_for_type(GgmlType t) {
     default: return nullptr;
   }
 }
+
+// The row-interleaved (repacked) kernels, built with the same helpers and target.
+#include "backends/cpu/kernels/repack_x86-inl.h"  // NOLINT(build/include)

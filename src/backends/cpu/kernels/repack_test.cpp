@@ -1,0 +1,148 @@
+// Packed (row-interleaved) kernels vs quant::vec_dot_ref, for every ISA this CPU runs: odd row
+// counts (partial last group), 1..70 activation rows, several K (block counts that are not
+// multiples of any unroll), padded strides. Same tolerance as vec_dot_test.cpp: integer block
+// dots are exact, so |ours - ref| <= 1e-5 * Σ_k |w_k a_k| (float summation order only).
+#include "backends/cpu/kernels/repack.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "quant/quant.h"
+#include "quant/quant_test_util.h"
+
+namespace geniex::cpu {
+namespace {
+
+using quant::testing::gaussian;
+using quant::testing::row_bytes;
+
+std::vector<float> dequant(GgmlType t, const uint8_t* p, size_t n) {
+  std::vector<float> out(n);
+  EXPECT_TRUE(quant::dequantize_row(t, std::span<const uint8_t>(p, row_bytes(t, n)), out).ok());
+  return out;
+}
+
+void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>& ncs) {
+  const GgmlType at = quant::vec_dot_type(t);
+  const size_t wrb = row_bytes(t, static_cast<size_t>(k));
+  const size_t ws = wrb + 3;  // padded source stride
+  std::vector<uint8_t> w(static_cast<size_t>(nr) * ws, 0xA5);
+  for (int64_t i = 0; i < nr; ++i) {
+    const auto x = gaussian(static_cast<size_t>(k), 1.0f, 7000 + static_cast<uint32_t>(i));
+    ASSERT_TRUE(quant::quantize_row(t, x, {w.data() + i * ws, wrb}).ok());
+  }
+  std::vector<uint8_t> packed(packed_bytes(t, k, nr), 0x5A);
+  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  // Two calls over disjoint group ranges, as threads do.
+  repack_groups(t, k, w.data(), ws, nr, 0, ngroups / 2, packed.data());
+  repack_groups(t, k, w.data(), ws, nr, ngroups / 2, ngroups, packed.data());
+
+  const int64_t max_nc = ncs.back();
+  const size_t arb = row_bytes(at, static_cast<size_t>(k));
+  std::vector<std::vector<float>> x(static_cast<size_t>(max_nc));
+  std::vector<uint8_t> a_ref(static_cast<size_t>(max_nc) * arb);
+  for (int64_t j = 0; j < max_nc; ++j) {
+    x[j] = gaussian(static_cast<size_t>(k), 2.0f, 9000 + static_cast<uint32_t>(j));
+    ASSERT_TRUE(quant::quantize_row(at, x[j], {a_ref.data() + j * arb, arb}).ok());
+  }
+  std::vector<float> ref(static_cast<size_t>(max_nc * nr)), tol(ref.size());
+  for (int64_t j = 0; j < max_nc; ++j) {
+    const auto ad = dequant(at, a_ref.data() + j * arb, static_cast<size_t>(k));
+    for (int64_t i = 0; i < nr; ++i) {
+      const auto r = quant::vec_dot_ref(t, {w.data() + i * ws, wrb}, {a_ref.data() + j * arb, arb},
+                                        static_cast<size_t>(k));
+      ASSERT_TRUE(r.ok());
+      ref[j * nr + i] = *r;
+      const auto wd = dequant(t, w.data() + i * ws, static_cast<size_t>(k));
+      double mag = 0.0;
+      for (int64_t e = 0; e < k; ++e) mag += std::fabs(double(wd[e]) * double(ad[e]));
+      tol[j * nr + i] = static_cast<float>(1e-5 * mag + 1e-30);
+    }
+  }
+  for (Isa isa : available_isas()) {
+    const auto pk = packed_kernels(t, isa);
+    ASSERT_TRUE(pk.has_value()) << isa_name(isa);
+    ASSERT_EQ(pk->act_type, at);
+    const size_t pab = pk->act_bytes(k);
+    const size_t as = pab + 5;  // padded activation stride
+    std::vector<uint8_t> q(arb), a(static_cast<size_t>(max_nc) * as, 0);
+    for (int64_t j = 0; j < max_nc; ++j) {
+      pk->quantize_act(x[j].data(), q.data(), k);
+      ASSERT_TRUE(std::equal(q.begin(), q.end(), a_ref.begin() + j * arb)) << isa_name(isa);
+      pk->prepare_act(q.data(), k, a.data() + j * as);
+    }
+    for (int64_t nc : ncs) {
+      SCOPED_TRACE(std::string(ggml_type_name(t)) + " k=" + std::to_string(k) +
+                   " nr=" + std::to_string(nr) + " nc=" + std::to_string(nc) + " isa " +
+                   std::string(isa_name(isa)) + " (kernel " + std::string(isa_name(pk->isa)) + ")");
+      const size_t os = static_cast<size_t>(nr) + 2;
+      std::vector<float> out(static_cast<size_t>(nc) * os, std::numeric_limits<float>::quiet_NaN());
+      pk->gemm(k, packed.data(), nr, a.data(), as, nc, out.data(), os);
+      for (int64_t j = 0; j < nc; ++j) {
+        for (int64_t i = 0; i < nr; ++i) {
+          ASSERT_NEAR(out[j * os + i], ref[j * nr + i], tol[j * nr + i]) << "i=" << i << " j=" << j;
+        }
+        for (size_t i = static_cast<size_t>(nr); i < os; ++i) {
+          ASSERT_TRUE(std::isnan(out[j * os + i])) << "wrote past nr";
+        }
+      }
+    }
+  }
+}
+
+TEST(Repack, CoversItsTypesOnEveryIsa) {
+  EXPECT_TRUE(can_repack(GgmlType::kQ4_0));
+  EXPECT_TRUE(can_repack(GgmlType::kQ4_K));
+  EXPECT_FALSE(can_repack(GgmlType::kF32));
+  EXPECT_FALSE(packed_kernels(GgmlType::kF32).has_value());
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    for (Isa isa : available_isas()) {
+      const auto pk = packed_kernels(t, isa);
+      ASSERT_TRUE(pk.has_value());
+      EXPECT_TRUE(isa_available(pk->isa));
+      if (isa != Isa::kScalar) {
+        EXPECT_NE(pk->isa, Isa::kScalar) << isa_name(isa);
+      }
+    }
+  }
+}
+
+std::vector<int64_t> cols_1_to_70() {
+  std::vector<int64_t> v;
+  for (int64_t c = 1; c <= 70; ++c) v.push_back(c);
+  return v;
+}
+
+TEST(Repack, Q4_0MatchesVecDotRef) {
+  const std::vector<int64_t> few = {1, 2, 3, 5, 9};
+  for (int64_t k : {32, 96, 32 * 37, 2048}) {
+    for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ4_0, k, nr, few);
+  }
+  check_packed(GgmlType::kQ4_0, 32 * 11, 19, cols_1_to_70());
+  check_packed(GgmlType::kQ4_0, 32 * 1100, 9, {1, 4});  // long rows
+}
+
+TEST(Repack, Q6_KMatchesVecDotRef) {
+  const std::vector<int64_t> few = {1, 2, 3, 4, 5, 9};
+  for (int64_t k : {256, 256 * 3, 2048}) {
+    for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ6_K, k, nr, few);
+  }
+  check_packed(GgmlType::kQ6_K, 256 * 5, 19, cols_1_to_70());
+  check_packed(GgmlType::kQ6_K, 256 * 130, 9, {1, 4});  // long rows
+}
+
+TEST(Repack, Q4_KMatchesVecDotRef) {
+  const std::vector<int64_t> few = {1, 2, 3, 4, 5, 9};
+  for (int64_t k : {256, 256 * 3, 2048}) {
+    for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ4_K, k, nr, few);
+  }
+  check_packed(GgmlType::kQ4_K, 256 * 5, 19, cols_1_to_70());
+  check_packed(GgmlType::kQ4_K, 256 * 130, 9, {1, 4});  // long rows
+}
+
+}  // namespace
+}  // namespace geniex::cpu

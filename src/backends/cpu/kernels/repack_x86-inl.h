@@ -1,0 +1,393 @@
+// x86 packed (row-interleaved) kernels, included after vec_dot_x86-inl.h by vec_dot_avx2.cpp and
+// vec_dot_avx512.cpp inside the same per-ISA namespace (same GENIEX_X86_TARGET / GENIEX_X86_VNNI).
+// Q4_0x8 (repack.h): one 32-byte chunk holds 4 elements of each of 8 rows, so a dot with the
+// matching 4 activation bytes broadcast to every lane leaves row r's partial dot in lane r. A
+// block costs 8 vpdpbusd (AVX2: 8 maddubs summed in int16, one madd) per activation row for 8
+// weight rows, and the 8 row results are scaled and accumulated as one float vector: no
+// horizontal sums, one linear weight stream per group.
+// NOLINT(build/header_guard): included once per target on purpose.
+
+// Activation rows per pass over a group: a float accumulator each, plus the 8 unpacked weight
+// vectors (32 ymm registers with AVX-512 VL, 16 with AVX2).
+inline constexpr int kPackedCols = GENIEX_X86_VNNI ? 8 : 4;
+
+// One group x NC activation rows. The integer dots of the NC rows run as NC independent chains
+// (interleaved per chunk, so vpdpbusd latency overlaps); with few rows each chain is split in
+// kSplit partial sums instead. Chunks are unpacked one at a time to keep register pressure low
+// (AVX2 has 16 ymm registers).
+template <int NC>
+GENIEX_X86_TARGET inline void q4_0x8_tile(size_t nb, const uint8_t* w, const uint8_t* const* a,
+                                          float* out, size_t out_stride, int rows) {
+  constexpr int kSplit = NC >= 4 ? 1 : NC == 1 ? 4 : 2;
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[NC];
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  const size_t ds_off = nb * detail::kQ8x4Qs;
+  for (size_t ib = 0; ib < nb; ++ib) {
+    const uint8_t* x = w + ib * detail::kQ4_0x8Block;
+    const uint8_t* y[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) y[c] = a[c] + ib * detail::kQ8x4Qs;
+    __m256i s[NC][kSplit];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+#pragma GCC unroll 4
+      for (int j = 0; j < kSplit; ++j) s[c][j] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      const __m256i bits = loadu256(x + 16 + 32 * m);
+      const __m256i lo = _mm256_and_si256(bits, m4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        const __m256i alo = _mm256_set1_epi32(detail::load_i32(y[c] + 4 * m));
+        const __m256i ahi = _mm256_set1_epi32(detail::load_i32(y[c] + 16 + 4 * m));
+        __m256i& s0 = s[c][(2 * m) % kSplit];
+        __m256i& s1 = s[c][(2 * m + 1) % kSplit];
+#if GENIEX_X86_VNNI
+        s0 = _mm256_dpbusd_epi32(s0, lo, alo);
+        s1 = _mm256_dpbusd_epi32(s1, hi, ahi);
+#else
+        // maddubs pairs are <= 2 * 15 * 127 in magnitude: 8 of them add up exactly in int16.
+        s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, alo));
+        s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, ahi));
+#endif
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      const uint8_t* ds = a[c] + ds_off + ib * detail::kQ8x4Ds;
+      __m256i t = s[c][0];
+#pragma GCC unroll 4
+      for (int j = 1; j < kSplit; ++j) {
+#if GENIEX_X86_VNNI
+        t = _mm256_add_epi32(t, s[c][j]);
+#else
+        t = _mm256_add_epi16(t, s[c][j]);
+#endif
+      }
+#if !GENIEX_X86_VNNI
+      t = _mm256_madd_epi16(t, _mm256_set1_epi16(1));
+#endif
+      t = _mm256_add_epi32(t, _mm256_set1_epi32(detail::load_i32(ds + 4)));
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(load_f32(ds)));
+      acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+    float* o = out + static_cast<size_t>(c) * out_stride;
+    if (rows == 8) {
+      _mm256_storeu_ps(o, acc[c]);
+    } else {
+      float tmp[8];
+      _mm256_storeu_ps(tmp, acc[c]);
+      for (int r = 0; r < rows; ++r) o[r] = tmp[r];
+    }
+  }
+}
+
+// Groups are taken in chunks of about 32 KiB so a chunk stays in L1/L2 while every tile of
+// kPackedCols activation rows streams over it; with one activation row (GEMV) this is a single
+// linear pass over the weights.
+GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
+                                   size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nb = static_cast<size_t>(k / 32);
+  const size_t gb = nb * detail::kQ4_0x8Block;
+  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
+  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
+    const int64_t g1 = std::min(ngroups, g0 + chunk);
+    for (int64_t c0 = 0; c0 < nc; c0 += kPackedCols) {
+      const int m = static_cast<int>(std::min<int64_t>(kPackedCols, nc - c0));
+      const uint8_t* rows[kPackedCols];
+      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
+        switch (m) {
+#if GENIEX_X86_VNNI
+          case 8: q4_0x8_tile<8>(nb, wg, rows, o, out_stride, nrows); break;
+          case 7: q4_0x8_tile<7>(nb, wg, rows, o, out_stride, nrows); break;
+          case 6: q4_0x8_tile<6>(nb, wg, rows, o, out_stride, nrows); break;
+          case 5: q4_0x8_tile<5>(nb, wg, rows, o, out_stride, nrows); break;
+#endif
+          case 4: q4_0x8_tile<4>(nb, wg, rows, o, out_stride, nrows); break;
+          case 3: q4_0x8_tile<3>(nb, wg, rows, o, out_stride, nrows); break;
+          case 2: q4_0x8_tile<2>(nb, wg, rows, o, out_stride, nrows); break;
+          default: q4_0x8_tile<1>(nb, wg, rows, o, out_stride, nrows); break;
+        }
+      }
+    }
+  }
+}
+
+// Q4_Kx8: per super-block and 64-element half-pair j, the 8 chunks' low nibbles (sub-block 2j)
+// and high nibbles (2j + 1) are dotted into separate int32 sums per row, scaled by the rows'
+// sub-block scales (vpmulld) and added to the super-block's integer sum; the mins term is 4
+// madds of [min 2p, min 2p+1] per row with the activation's [sum 2p, sum 2p+1].
+inline constexpr int kPackedColsK = GENIEX_X86_VNNI ? 4 : 2;
+
+template <int NC>
+GENIEX_X86_TARGET inline void q4_kx8_tile(size_t nsb, const uint8_t* w, const uint8_t* const* a,
+                                          float* out, size_t out_stride, int rows) {
+  constexpr int kSplit = NC == 1 ? 2 : 1;
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[NC];
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  const size_t ds_off = nsb * detail::kQ8KxQs;
+  for (size_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* x = w + sb * detail::kQ4_Kx8Block;
+    const uint8_t* y[NC];
+    __m256i isum[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      y[c] = a[c] + sb * detail::kQ8KxQs;
+      isum[c] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 4; ++j) {
+      __m256i slo[NC][kSplit], shi[NC][kSplit];
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+#pragma GCC unroll 2
+        for (int u = 0; u < kSplit; ++u) slo[c][u] = shi[c][u] = _mm256_setzero_si256();
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < 8; ++t) {
+        const __m256i bits = loadu256(x + detail::kQ4_Kx8Qs + 32 * (8 * j + t));
+        const __m256i lo = _mm256_and_si256(bits, m4);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) {
+          const __m256i alo = _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 4 * t));
+          const __m256i ahi = _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 32 + 4 * t));
+          __m256i& s0 = slo[c][t % kSplit];
+          __m256i& s1 = shi[c][t % kSplit];
+#if GENIEX_X86_VNNI
+          s0 = _mm256_dpbusd_epi32(s0, lo, alo);
+          s1 = _mm256_dpbusd_epi32(s1, hi, ahi);
+#else
+          s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, alo));
+          s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, ahi));
+#endif
+        }
+      }
+      const __m256i sc_lo = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 16 * j)));
+      const __m256i sc_hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+          reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 16 * j + 8)));
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) {
+        __m256i l = slo[c][0], h = shi[c][0];
+#if GENIEX_X86_VNNI
+        if constexpr (kSplit == 2) {
+          l = _mm256_add_epi32(l, slo[c][kSplit - 1]);
+          h = _mm256_add_epi32(h, shi[c][kSplit - 1]);
+        }
+#else
+        if constexpr (kSplit == 2) {
+          l = _mm256_add_epi16(l, slo[c][kSplit - 1]);
+          h = _mm256_add_epi16(h, shi[c][kSplit - 1]);
+        }
+        l = _mm256_madd_epi16(l, _mm256_set1_epi16(1));
+        h = _mm256_madd_epi16(h, _mm256_set1_epi16(1));
+#endif
+        isum[c] = _mm256_add_epi32(
+            isum[c], _mm256_add_epi32(_mm256_mullo_epi32(l, sc_lo), _mm256_mullo_epi32(h, sc_hi)));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
+    const __m256 dmin = _mm256_cvtph_ps(loadu128(x + 16));
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      const uint8_t* ds = a[c] + ds_off + sb * detail::kQ8KxDs;
+      __m256i msum = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        const __m256i mn = _mm256_cvtepu8_epi16(loadu128(x + detail::kQ4_Kx8Mins + 16 * p));
+        msum = madd_acc(msum, mn, _mm256_set1_epi32(detail::load_i32(ds + 4 + 4 * p)));
+      }
+      const __m256 da = _mm256_set1_ps(load_f32(ds));
+      // d * da * Σ - dmin * da * Σmin per super-block, then added up: the reference's order.
+      const __m256 v =
+          _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[c])),
+                        _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
+      acc[c] = _mm256_add_ps(acc[c], v);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+    float* o = out + static_cast<size_t>(c) * out_stride;
+    if (rows == 8) {
+      _mm256_storeu_ps(o, acc[c]);
+    } else {
+      float tmp[8];
+      _mm256_storeu_ps(tmp, acc[c]);
+      for (int r = 0; r < rows; ++r) o[r] = tmp[r];
+    }
+  }
+}
+
+GENIEX_X86_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
+                                   size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nsb = static_cast<size_t>(k / 256);
+  const size_t gb = nsb * detail::kQ4_Kx8Block;
+  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
+  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
+    const int64_t g1 = std::min(ngroups, g0 + chunk);
+    for (int64_t c0 = 0; c0 < nc; c0 += kPackedColsK) {
+      const int m = static_cast<int>(std::min<int64_t>(kPackedColsK, nc - c0));
+      const uint8_t* rows[kPackedColsK];
+      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
+        switch (m) {
+#if GENIEX_X86_VNNI
+          case 4: q4_kx8_tile<4>(nsb, wg, rows, o, out_stride, nrows); break;
+          case 3: q4_kx8_tile<3>(nsb, wg, rows, o, out_stride, nrows); break;
+#endif
+          case 2: q4_kx8_tile<2>(nsb, wg, rows, o, out_stride, nrows); break;
+          default: q4_kx8_tile<1>(nsb, wg, rows, o, out_stride, nrows); break;
+        }
+      }
+    }
+  }
+}
+
+// Q6_Kx8: a piece (half n, sub-block parity h) at a time, read in memory order: per v, a qh
+// chunk and two ql chunks give the 6-bit quants (q + 32) of 4 sub-blocks (i = 0..3), dotted
+// into sums that start at the activation's -32 * Σ corrections; after the piece's 4 v, each sum
+// is scaled by its rows' int8 sub-block scales (vpmulld) into the super-block sum.
+template <int NC>
+GENIEX_X86_TARGET inline void q6_kx8_tile(size_t nsb, const uint8_t* w, const uint8_t* const* a,
+                                          float* out, size_t out_stride, int rows) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m3 = _mm256_set1_epi8(0x03);
+  __m256 acc[NC];
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  const size_t ds_off = nsb * detail::kQ8KxQs;
+  for (size_t sb = 0; sb < nsb; ++sb) {
+    const uint8_t* x = w + sb * detail::kQ6_Kx8Block;
+    const uint8_t* y[NC];
+    const uint8_t* ds[NC];
+    __m256i isum[NC];
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      y[c] = a[c] + sb * detail::kQ8KxQs;
+      ds[c] = a[c] + ds_off + sb * detail::kQ8K6Ds;
+      isum[c] = _mm256_setzero_si256();
+    }
+    for (int piece = 0; piece < 4; ++piece) {
+      const int nh = piece / 2, h = piece % 2;
+      __m256i s[4][NC];
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) {
+          s[i][c] = _mm256_set1_epi32(detail::load_i32(ds[c] + 4 + 4 * (8 * nh + 2 * i + h)));
+        }
+      }
+#pragma GCC unroll 4
+      for (int v = 4 * h; v < 4 * h + 4; ++v) {
+        const __m256i qh = loadu256(x + detail::q6_kx8_chunk(nh, v, 0));
+        const __m256i qa = loadu256(x + detail::q6_kx8_chunk(nh, v, 1));
+        const __m256i qb = loadu256(x + detail::q6_kx8_chunk(nh, v, 2));
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) {
+          const __m256i ql = (i & 1) ? qb : qa;
+          const __m256i lo = _mm256_and_si256(i < 2 ? ql : _mm256_srli_epi16(ql, 4), m4);
+          const __m256i hb = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * i), m3);
+          const __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 4));
+#pragma GCC unroll 8
+          for (int c = 0; c < NC; ++c) {
+            const __m256i av =
+                _mm256_set1_epi32(detail::load_i32(y[c] + 128 * nh + 32 * i + 4 * v));
+#if GENIEX_X86_VNNI
+            s[i][c] = _mm256_dpbusd_epi32(s[i][c], q, av);
+#else
+            s[i][c] = _mm256_add_epi32(s[i][c], dot_u8_i8(q, av));
+#endif
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int i = 0; i < 4; ++i) {
+        const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(
+            x + detail::kQ6_Kx8Scales + 8 * (8 * nh + 2 * i + h))));
+#pragma GCC unroll 8
+        for (int c = 0; c < NC; ++c) {
+          isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(s[i][c], sc));
+        }
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
+#pragma GCC unroll 8
+    for (int c = 0; c < NC; ++c) {
+      // One fma per super-block, as the row kernel (the rounding llama.cpp's greedy goldens
+      // were matched with; see gemma_fidelity_test).
+      const __m256 scale = _mm256_mul_ps(dw, _mm256_set1_ps(load_f32(ds[c])));
+      acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum[c]), acc[c]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+    float* o = out + static_cast<size_t>(c) * out_stride;
+    if (rows == 8) {
+      _mm256_storeu_ps(o, acc[c]);
+    } else {
+      float tmp[8];
+      _mm256_storeu_ps(tmp, acc[c]);
+      for (int r = 0; r < rows; ++r) o[r] = tmp[r];
+    }
+  }
+}
+
+GENIEX_X86_TARGET void q6_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
+                                   size_t a_stride, int64_t nc, float* out, size_t out_stride) {
+  const size_t nsb = static_cast<size_t>(k / 256);
+  const size_t gb = nsb * detail::kQ6_Kx8Block;
+  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  const int64_t chunk =
+      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
+  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
+    const int64_t g1 = std::min(ngroups, g0 + chunk);
+    for (int64_t c0 = 0; c0 < nc; c0 += kPackedColsK) {
+      const int m = static_cast<int>(std::min<int64_t>(kPackedColsK, nc - c0));
+      const uint8_t* rows[kPackedColsK];
+      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
+        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
+        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
+        switch (m) {
+#if GENIEX_X86_VNNI
+          case 4: q6_kx8_tile<4>(nsb, wg, rows, o, out_stride, nrows); break;
+          case 3: q6_kx8_tile<3>(nsb, wg, rows, o, out_stride, nrows); break;
+#endif
+          case 2: q6_kx8_tile<2>(nsb, wg, rows, o, out_stride, nrows); break;
+          default: q6_kx8_tile<1>(nsb, wg, rows, o, out_stride, nrows); break;
+        }
+      }
+    }
+  }
+}
+
+PackedGemmFn packed_gemm_for_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ4_0: return q4_0x8_gemm;
+    case GgmlType::kQ4_K: return q4_kx8_gemm;
+    case GgmlType::kQ6_K: return q6_kx8_gemm;
+    default: return nullptr;
+  }
+}

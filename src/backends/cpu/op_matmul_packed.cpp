@@ -1,0 +1,103 @@
+// Matmul over weights repacked at first use into the kernels' row-interleaved layout
+// (kernels/repack.h). The packed copy replaces the original for this backend's matmuls; the
+// original pages (file-backed when the weights come from a GGUF mapping) are handed back to the
+// kernel after packing, so resident memory does not double.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "backends/cpu/cpu_ops.h"
+
+namespace geniex::backends::cpu {
+namespace {
+
+namespace kern = ::geniex::cpu;
+
+constexpr int64_t kGroupsPerTaskGemm = 8;   // 64 rows
+constexpr int64_t kGroupsPerTaskGemv = 32;  // 256 rows: long linear runs for the prefetcher
+constexpr int64_t kColsPerTile = 64;        // activation rows per task: a tile stays in L2
+
+size_t sz(int64_t v) { return static_cast<size_t>(v); }
+
+// Drops this process's mapping of the whole pages inside [p, p + n). MADV_PAGEOUT keeps the
+// contents in every case (file-backed pages are re-read on access, anonymous ones swapped or
+// left alone), unlike MADV_DONTNEED, which would zero anonymous memory.
+void release_pages([[maybe_unused]] const uint8_t* p, [[maybe_unused]] size_t n) {
+#if defined(MADV_PAGEOUT)
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto b = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const auto e = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (e > b) {
+    // Advice only: an old kernel without MADV_PAGEOUT answers EINVAL and nothing changes.
+    (void)::madvise(reinterpret_cast<void*>(b), e - b, MADV_PAGEOUT);
+  }
+#endif
+}
+
+}  // namespace
+
+std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
+                                          std::span<const uint8_t> w, int64_t k, int64_t n) {
+  const auto kernels = kern::packed_kernels(wtype);
+  const size_t gb = kern::packed_group_bytes(wtype, k);
+  const auto w_row = ggml_row_bytes(wtype, static_cast<uint64_t>(k));
+  if (!kernels || gb == 0 || !w_row || w.size() < *w_row * sz(n) || n <= 0) return nullptr;
+  auto p = std::make_unique<PackedMatrix>();
+  p->type = wtype;
+  p->k = k;
+  p->n = n;
+  p->kernels = *kernels;
+  p->bytes = kern::packed_bytes(wtype, k, n);
+  p->data = std::make_unique_for_overwrite<uint8_t[]>(p->bytes);
+  const int64_t groups = (n + kern::kPackRows - 1) / kern::kPackRows;
+  constexpr int64_t kGroupsPerTask = 64;
+  pool.parallel_for((groups + kGroupsPerTask - 1) / kGroupsPerTask, [&](int64_t t, int) {
+    const int64_t g0 = t * kGroupsPerTask;
+    const int64_t g1 = std::min(groups, g0 + kGroupsPerTask);
+    kern::repack_groups(wtype, k, w.data(), *w_row, n, g0, g1, p->data.get());
+    // Slice by slice, so the original and the packed copy of a large matrix (an LM head) are
+    // never both resident in full.
+    const int64_t r0 = g0 * kern::kPackRows, r1 = std::min(n, g1 * kern::kPackRows);
+    release_pages(w.data() + sz(r0) * *w_row, sz(r1 - r0) * *w_row);
+  });
+  return p;
+}
+
+Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
+                     int64_t m, float* y) {
+  const auto& kr = w.kernels;
+  const int64_t k = w.k, n = w.n;
+  const auto q_row = ggml_row_bytes(kr.act_type, static_cast<uint64_t>(k));
+  if (!q_row) return invalid_argument("matmul: K is not a multiple of the block size");
+  const size_t a_row = kr.act_bytes(k);
+  if (scratch.act.size() < *q_row * sz(m)) scratch.act.resize(*q_row * sz(m));
+  if (scratch.act_packed.size() < a_row * sz(m)) scratch.act_packed.resize(a_row * sz(m));
+  uint8_t* q = scratch.act.data();
+  uint8_t* act = scratch.act_packed.data();
+  pool.parallel_for(m, [&](int64_t r, int) {
+    kr.quantize_act(x + r * k, q + sz(r) * *q_row, k);
+    kr.prepare_act(q + sz(r) * *q_row, k, act + sz(r) * a_row);
+  });
+
+  const int64_t groups = (n + kern::kPackRows - 1) / kern::kPackRows;
+  const int64_t per_task =
+      m == 1 ? std::clamp<int64_t>(groups / (2 * pool.size()), 2, kGroupsPerTaskGemv)
+             : kGroupsPerTaskGemm;
+  const int64_t row_tasks = (groups + per_task - 1) / per_task;
+  const int64_t col_tiles = (m + kColsPerTile - 1) / kColsPerTile;
+  const size_t gb = kern::packed_group_bytes(w.type, k);
+  const uint8_t* wd = w.data.get();
+  pool.parallel_for(row_tasks * col_tiles, [&](int64_t task, int) {
+    const int64_t ct = task / row_tasks;  // tile-major: neighbours share the activation tile
+    const int64_t rt = task % row_tasks;
+    const int64_t g0 = rt * per_task;
+    const int64_t r0 = g0 * kern::kPackRows;
+    const int64_t nr = std::min(per_task * kern::kPackRows, n - r0);
+    const int64_t c0 = ct * kColsPerTile, nc = std::min(kColsPerTile, m - c0);
+    kr.gemm(k, wd + sz(g0) * gb, nr, act + sz(c0) * a_row, a_row, nc, y + c0 * n + r0, sz(n));
+  });
+  return {};
+}
+
+}  // namespace geniex::backends::cpu
