@@ -193,11 +193,11 @@ Status KvManager::load(SeqId seq, const std::string& path, const std::string& fi
     return data_loss(where + ": bad token table");
   }
   tokens.resize(n_tok);
-  std::memcpy(tokens.data(), tp, tokens.size() * sizeof(int32_t));
+  if (!tokens.empty()) std::memcpy(tokens.data(), tp, tokens.size() * sizeof(int32_t));
   const uint8_t* cp = r.take(sz(n_cells) * sizeof(int32_t));
   if (cp == nullptr) return data_loss(where + ": bad cell table");
   cell_pos.resize(n_cells);
-  std::memcpy(cell_pos.data(), cp, cell_pos.size() * sizeof(int32_t));
+  if (!cell_pos.empty()) std::memcpy(cell_pos.data(), cp, cell_pos.size() * sizeof(int32_t));
   uint32_t n_live = 0;
   for (int32_t p : cell_pos) {
     if (p >= spec_.n_ctx) return data_loss(where + ": a position beyond the context");
@@ -240,6 +240,7 @@ Status KvManager::load(SeqId seq, const std::string& path, const std::string& fi
     }
   }
   for (auto& state : s.state) {
+    if (state.empty()) continue;
     const uint8_t* p = r.take(state.size());
     if (p == nullptr) return fail(data_loss(where + ": truncated state"));
     std::memcpy(state.data(), p, state.size());
