@@ -28,6 +28,12 @@ void sample(std::string& out, const char* name, double v) {
   out += buf;
 }
 
+// One metric with a single sample: its HELP/TYPE header, then `name value`.
+void metric(std::string& out, const char* name, const char* type, const char* help, double v) {
+  header(out, name, type, help);
+  sample(out, name, v);
+}
+
 }  // namespace
 
 Metrics::Metrics() : t0_(Clock::now()) {}
@@ -82,41 +88,40 @@ std::string Metrics::render(const MetricGauges& g) const {
     out += "geniex_requests_total{route=\"" + key.first + "\",status=\"" +
            std::to_string(key.second) + "\"} " + std::to_string(n) + "\n";
   }
-  header(out, "geniex_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.");
-  sample(out, "geniex_prompt_tokens_total", static_cast<double>(prompt_tokens_));
-  header(out, "geniex_generated_tokens_total", "counter", "Tokens generated.");
-  sample(out, "geniex_generated_tokens_total", static_cast<double>(generated_tokens_));
-  header(out, "geniex_requests_cancelled_total", "counter",
-         "Generations cancelled (client disconnected or shutdown).");
-  sample(out, "geniex_requests_cancelled_total", static_cast<double>(cancelled_));
-  header(out, "geniex_requests_in_flight", "gauge", "Requests holding a generation slot.");
-  sample(out, "geniex_requests_in_flight", static_cast<double>(g.in_flight));
-  header(out, "geniex_requests_queued", "gauge", "Requests waiting for a slot.");
-  sample(out, "geniex_requests_queued", static_cast<double>(g.queued));
-  header(out, "geniex_parallel_slots", "gauge", "Generation slots (--parallel).");
-  sample(out, "geniex_parallel_slots", static_cast<double>(g.parallel));
-  header(out, "geniex_queue_capacity", "gauge", "Queue length beyond which requests get 429.");
-  sample(out, "geniex_queue_capacity", static_cast<double>(g.queue_capacity));
-  header(out, "geniex_context_size", "gauge", "Context window of the model, in tokens.");
-  sample(out, "geniex_context_size", static_cast<double>(g.context_size));
-  header(out, "geniex_engine_steps_total", "counter",
-         "Batched forward passes (one per decode step, shared by every active sequence).");
-  sample(out, "geniex_engine_steps_total", static_cast<double>(g.engine_steps));
-  header(out, "geniex_engine_tokens_total", "counter", "Tokens evaluated by those passes.");
-  sample(out, "geniex_engine_tokens_total", static_cast<double>(g.engine_batched_tokens));
-  header(out, "geniex_engine_active_sequences", "gauge", "Sequences generating now.");
-  sample(out, "geniex_engine_active_sequences", static_cast<double>(g.engine_active));
-  header(out, "geniex_kv_resident_bytes", "gauge", "KV cache bytes in memory.");
-  sample(out, "geniex_kv_resident_bytes", static_cast<double>(g.kv_bytes_resident));
-  header(out, "geniex_kv_spilled_bytes", "gauge", "KV cache bytes only in the spill file.");
-  sample(out, "geniex_kv_spilled_bytes", static_cast<double>(g.kv_bytes_spilled));
-  header(out, "geniex_kv_blocks_in_use", "gauge", "KV blocks held by sequences.");
-  sample(out, "geniex_kv_blocks_in_use", static_cast<double>(g.kv_blocks_in_use));
-  header(out, "geniex_kv_blocks_cached", "gauge", "KV blocks kept only for prefix reuse.");
-  sample(out, "geniex_kv_blocks_cached", static_cast<double>(g.kv_blocks_cached));
-  header(out, "geniex_generation_tokens_per_second", "gauge",
-         "Generated tokens per second over the last 10 s (all requests together).");
-  sample(out, "geniex_generation_tokens_per_second", tps);
+  metric(out, "geniex_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.",
+         static_cast<double>(prompt_tokens_));
+  metric(out, "geniex_generated_tokens_total", "counter", "Tokens generated.",
+         static_cast<double>(generated_tokens_));
+  metric(out, "geniex_requests_cancelled_total", "counter",
+         "Generations cancelled (client disconnected or shutdown).",
+         static_cast<double>(cancelled_));
+  metric(out, "geniex_requests_in_flight", "gauge", "Requests holding a generation slot.",
+         static_cast<double>(g.in_flight));
+  metric(out, "geniex_requests_queued", "gauge", "Requests waiting for a slot.",
+         static_cast<double>(g.queued));
+  metric(out, "geniex_parallel_slots", "gauge", "Generation slots (--parallel).",
+         static_cast<double>(g.parallel));
+  metric(out, "geniex_queue_capacity", "gauge", "Queue length beyond which requests get 429.",
+         static_cast<double>(g.queue_capacity));
+  metric(out, "geniex_context_size", "gauge", "Context window of the model, in tokens.",
+         static_cast<double>(g.context_size));
+  metric(out, "geniex_engine_steps_total", "counter",
+         "Batched forward passes (one per decode step, shared by every active sequence).",
+         static_cast<double>(g.engine_steps));
+  metric(out, "geniex_engine_tokens_total", "counter", "Tokens evaluated by those passes.",
+         static_cast<double>(g.engine_batched_tokens));
+  metric(out, "geniex_engine_active_sequences", "gauge", "Sequences generating now.",
+         static_cast<double>(g.engine_active));
+  metric(out, "geniex_kv_resident_bytes", "gauge", "KV cache bytes in memory.",
+         static_cast<double>(g.kv_bytes_resident));
+  metric(out, "geniex_kv_spilled_bytes", "gauge", "KV cache bytes only in the spill file.",
+         static_cast<double>(g.kv_bytes_spilled));
+  metric(out, "geniex_kv_blocks_in_use", "gauge", "KV blocks held by sequences.",
+         static_cast<double>(g.kv_blocks_in_use));
+  metric(out, "geniex_kv_blocks_cached", "gauge", "KV blocks kept only for prefix reuse.",
+         static_cast<double>(g.kv_blocks_cached));
+  metric(out, "geniex_generation_tokens_per_second", "gauge",
+         "Generated tokens per second over the last 10 s (all requests together).", tps);
   header(out, "geniex_time_to_first_token_seconds", "summary",
          "Request arrival to the first generated token.");
   sample(out, "geniex_time_to_first_token_seconds_sum", ttft_sum_);
