@@ -108,7 +108,14 @@ def test_ten_megabyte_body_is_413(gemma_server):
 def test_health_and_metrics(gemma_server):
     h = requests.get(gemma_server.url + "/health", timeout=10)
     assert h.status_code == 200 and h.json()["status"] == "ok"
+    # A request of our own that gets a 400, so the counter below does not depend on test order.
+    bad = requests.post(gemma_server.url + "/v1/chat/completions", data="{not json",
+                        headers={"Content-Type": "application/json"}, timeout=10)
+    assert bad.status_code == 400
     m = gemma_server.metrics()
+    for name in ("geniex_engine_steps_total", "geniex_kv_resident_bytes",
+                 "geniex_kv_blocks_in_use", "geniex_engine_active_sequences"):
+        assert name in m, name
     for name in ("geniex_prompt_tokens_total", "geniex_generated_tokens_total",
                  "geniex_requests_in_flight", "geniex_requests_queued",
                  "geniex_generation_tokens_per_second", "geniex_parallel_slots"):
