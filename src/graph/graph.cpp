@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <utility>
@@ -274,16 +275,39 @@ std::atomic<uint64_t> g_next_graph_uid{1};
 }  // namespace
 
 Graph::Graph() : uid_(g_next_graph_uid.fetch_add(1)) {}
-Graph::Graph(const Graph& other) : nodes_(other.nodes_), uid_(g_next_graph_uid.fetch_add(1)) {}
+Graph::Graph(const Graph& other)
+    : nodes_(other.nodes_),
+      uid_(g_next_graph_uid.fetch_add(1)),
+      stage_(other.stage_),
+      n_stages_(other.n_stages_),
+      batch_tokens_(other.batch_tokens_),
+      stage_labels_(other.stage_labels_) {}
 Graph& Graph::operator=(const Graph& other) {
   if (this != &other) {
     nodes_ = other.nodes_;
     uid_ = g_next_graph_uid.fetch_add(1);
+    stage_ = other.stage_;
+    n_stages_ = other.n_stages_;
+    batch_tokens_ = other.batch_tokens_;
+    stage_labels_ = other.stage_labels_;
   }
   return *this;
 }
 
+void Graph::begin_stage(int32_t id, std::string label) {
+  stage_ = std::max<int32_t>(0, id);
+  n_stages_ = std::max(n_stages_, stage_ + 1);
+  if (stage_labels_.size() <= static_cast<size_t>(stage_)) stage_labels_.resize(stage_ + 1);
+  stage_labels_[stage_] = std::move(label);
+}
+
+std::string Graph::stage_label(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= stage_labels_.size()) return {};
+  return stage_labels_[id];
+}
+
 NodeId Graph::push(Node node) {
+  node.stage = stage_;
   nodes_.push_back(std::move(node));
   return static_cast<NodeId>(nodes_.size() - 1);
 }

@@ -30,6 +30,7 @@ struct Node {
   OpParams params;
   TensorDesc desc;  ///< for ops: the inferred output descriptor (always F32)
   std::string name;
+  int32_t stage = 0;  ///< the placement stage it belongs to (Graph::begin_stage), 0 by default
 };
 
 /// A growing DAG. Nodes are numbered in creation order, which is a valid execution order.
@@ -58,6 +59,20 @@ class Graph {
   Result<NodeId> add_op(OpKind kind, const std::vector<NodeId>& inputs, const OpParams& params = {},
                         std::string name = {});
 
+  /// Nodes added from now on belong to stage `id` (>= 0), labelled `label` (e.g. "layers 0-3",
+  /// "lm_head") for placement logs. Stages group nodes the scheduler may place on one unit;
+  /// a graph that never calls this is one stage, 0.
+  void begin_stage(int32_t id, std::string label);
+  /// Label of stage `id` ("" when never labelled).
+  [[nodiscard]] std::string stage_label(int32_t id) const;
+  /// Number of distinct stages (max stage id + 1).
+  [[nodiscard]] int32_t n_stages() const { return n_stages_; }
+
+  /// Tokens of the batch this graph processes (rows of its activations; 0: not a token batch).
+  /// Static-shape units (NPUs) compile per token count and may accept only some counts.
+  void set_batch_tokens(int32_t n) { batch_tokens_ = n; }
+  [[nodiscard]] int32_t batch_tokens() const { return batch_tokens_; }
+
   /// The node `id` (must be < size()).
   [[nodiscard]] const Node& node(NodeId id) const { return nodes_[id]; }
   /// Number of nodes.
@@ -70,6 +85,10 @@ class Graph {
   NodeId add_leaf(NodeRole role, const TensorDesc& desc, std::string name);
   std::vector<Node> nodes_;
   uint64_t uid_ = 0;
+  int32_t stage_ = 0;
+  int32_t n_stages_ = 1;
+  int32_t batch_tokens_ = 0;
+  std::vector<std::string> stage_labels_;
 };
 
 /// Output descriptor of `kind` applied to `inputs`, or the Status explaining why not.

@@ -220,5 +220,26 @@ TEST(GraphShape, EmbeddingReshapeGlu) {
   EXPECT_FALSE(g.add_op(OpKind::kGlu, {*e, *re}).ok());
 }
 
+TEST(GraphStages, NodesTakeTheCurrentStageAndCopiesKeepThem) {
+  Graph g;
+  EXPECT_EQ(g.n_stages(), 1);
+  const NodeId a = g.add_input(make_desc(kF32, 4), "a");
+  g.begin_stage(2, "layer 1");
+  auto b = g.add_op(OpKind::kSilu, {a});
+  ASSERT_TRUE(b.ok());
+  g.set_batch_tokens(7);
+  EXPECT_EQ(g.node(a).stage, 0);
+  EXPECT_EQ(g.node(*b).stage, 2);
+  EXPECT_EQ(g.n_stages(), 3);
+  EXPECT_EQ(g.stage_label(2), "layer 1");
+  EXPECT_EQ(g.stage_label(1), "");
+  EXPECT_EQ(g.stage_label(9), "");
+  const Graph copy = g;
+  EXPECT_EQ(copy.node(*b).stage, 2);
+  EXPECT_EQ(copy.n_stages(), 3);
+  EXPECT_EQ(copy.batch_tokens(), 7);
+  EXPECT_EQ(copy.stage_label(2), "layer 1");
+}
+
 }  // namespace
 }  // namespace geniex::graph

@@ -192,6 +192,9 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
         fg.graph.add_input(graph::make_desc(GgmlType::kI32, spec.n_outputs), "output_rows");
   }
 
+  // Placement stages: the embedding, one per layer, the output head.
+  fg.graph.set_batch_tokens(n_tokens);
+  fg.graph.begin_stage(0, "embedding");
   GENIEX_ASSIGN_OR_RETURN(NodeId x, b.op(OpKind::kEmbedding, {b.weight(w.tok_embd), fg.token_ids}));
   if (cfg.embd_scale != 1.0f) {
     OpParams sp;
@@ -201,6 +204,7 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
 
   for (uint32_t il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& lw = w.layers[il];
+    fg.graph.begin_stage(static_cast<int32_t>(il) + 1, "layer " + std::to_string(il));
     GENIEX_ASSIGN_OR_RETURN(NodeId h, b.rms_norm(x, lw.attn_norm));
     GENIEX_ASSIGN_OR_RETURN(h, attention_block(b, fg, cfg, lw, il, h, fg.positions, T));
     if (il + 1 == cfg.n_layer && spec.n_outputs >= 0) {
@@ -222,6 +226,7 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kAdd, {x, h}));
   }
 
+  fg.graph.begin_stage(static_cast<int32_t>(cfg.n_layer) + 1, "output");
   GENIEX_ASSIGN_OR_RETURN(x, b.rms_norm(x, w.output_norm));
   GENIEX_ASSIGN_OR_RETURN(x, b.linear(x, w.output, w.output_b));
   if (cfg.final_logit_softcap > 0.0f) {
