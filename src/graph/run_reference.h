@@ -70,6 +70,8 @@ class BindingsAccess {
     return it == b_.hooks_.end() ? Status{} : it->second();
   }
   [[nodiscard]] bool has_hooks() const { return !b_.hooks_.empty(); }
+  /// Whether node id has a hook.
+  [[nodiscard]] bool has_hook(NodeId id) const { return b_.hooks_.count(id) != 0; }
 
  private:
   const Bindings& b_;

@@ -51,6 +51,12 @@ class Backend {
   /// bound outputs are filled, states are updated in place, and any error is a Status that
   /// names the node.
   virtual Status run(const graph::Graph& graph, const graph::Bindings& bindings) = 0;
+  /// Optional: get ready to run `graph` (upload its weights, compile kernels) without running
+  /// it. The scheduler calls it for the next stage while the current one runs on another unit,
+  /// from another thread, never concurrently with this backend's own run(). Default: nothing.
+  virtual Status prepare(const graph::Graph& /*graph*/, const graph::Bindings& /*bindings*/) {
+    return {};
+  }
 };
 
 }  // namespace geniex::backends
