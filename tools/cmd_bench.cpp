@@ -60,6 +60,35 @@ struct BenchOptions {
   KvOptions kv;
   bool json = false;
   bool verbose = false;
+  bool profile = false;
+};
+
+// Per-stage timings of one test, summed over its timed repetitions.
+struct StageProfile {
+  std::vector<StageTiming> stages;
+  double wall_ms = 0.0;  ///< the test's own time (prefill or decode), for the overlap ratio
+
+  void add(const std::vector<StageTiming>& t, double ms) {
+    wall_ms += ms;
+    for (const auto& x : t) {
+      auto it = std::find_if(stages.begin(), stages.end(), [&](const StageTiming& y) {
+        return y.stages == x.stages && y.device == x.device;
+      });
+      if (it == stages.end()) {
+        stages.push_back(x);
+      } else {
+        it->runs += x.runs;
+        it->ms += x.ms;
+        it->bytes_in += x.bytes_in;
+        it->bytes_out += x.bytes_out;
+      }
+    }
+  }
+  [[nodiscard]] double busy_ms() const {
+    double b = 0.0;
+    for (const auto& x : stages) b += x.ms;
+    return b;
+  }
 };
 
 // Samples of one test and their summary.
@@ -211,6 +240,26 @@ void print_table(const BenchOptions& o, const ModelInfo& info, double load_ms,
   std::printf("\npeak RSS: %.1f MiB\n", static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
 }
 
+// Time per stage per unit, boundary copies, and overlap (unit busy time / wall time: > 1 when
+// units worked at once).
+void print_profile(const char* test, const StageProfile& p) {
+  if (p.stages.empty()) return;
+  std::printf("\nprofile %s (summed over the timed repetitions):\n", test);
+  std::printf("| stages | unit | runs | ms | ms/run | share | KiB in/run | KiB out/run |\n");
+  std::printf("|---|---|--:|--:|--:|--:|--:|--:|\n");
+  const double busy = p.busy_ms();
+  for (const auto& x : p.stages) {
+    const double runs = static_cast<double>(std::max<int64_t>(1, x.runs));
+    std::printf("| %s | %s | %lld | %.1f | %.3f | %.0f%% | %.1f | %.1f |\n", x.stages.c_str(),
+                x.device.c_str(), static_cast<long long>(x.runs), x.ms, x.ms / runs,
+                busy > 0 ? 100.0 * x.ms / busy : 0.0,
+                static_cast<double>(x.bytes_in) / 1024.0 / runs,
+                static_cast<double>(x.bytes_out) / 1024.0 / runs);
+  }
+  std::printf("units busy %.1f ms over %.1f ms wall: overlap %.2f (1.00 = one unit at a time)\n",
+              busy, p.wall_ms, p.wall_ms > 0 ? busy / p.wall_ms : 0.0);
+}
+
 Json series_json(const std::optional<Series>& s) {
   if (!s) return nullptr;
   return Json{{"n_tokens", s->n_tokens},
@@ -282,21 +331,26 @@ int run_bench(const BenchOptions& o) {
     if (!w.ok()) return fail("tg warm-up: " + w.status().message());
   }
   const bool progress = !o.json && isatty(STDERR_FILENO) != 0;
+  StageProfile pp_prof, tg_prof;
   for (int32_t r = 0; r < o.reps; ++r) {
     if (pp) {
+      model->reset_stage_timings();
       auto s = run_pp(*model, pp_tokens);
       if (!s.ok()) return fail("pp: " + s.status().message());
       pp->ms.push_back(s->prefill_ms);
       ttft->ms.push_back(s->ttft_ms);
+      pp_prof.add(model->stage_timings(), s->prefill_ms);
     }
     if (tg) {
       if (o.depth > 0 && pp) {  // pp reset the context: evaluate the depth again, untimed
         auto w = run_tg(*model, depth_tokens, tg_first, 1, false);
         if (!w.ok()) return fail("tg: " + w.status().message());
       }
+      model->reset_stage_timings();
       auto s = run_tg(*model, depth_tokens, tg_first, o.n_gen);
       if (!s.ok()) return fail("tg: " + s.status().message());
       tg->ms.push_back(*s);
+      tg_prof.add(model->stage_timings(), *s);
     }
     if (progress) std::fprintf(stderr, "\rgeniex bench: repetition %d/%d", r + 1, o.reps);
   }
@@ -329,9 +383,29 @@ int run_bench(const BenchOptions& o) {
       j["ttft"] = nullptr;
     }
     j["peak_rss_bytes"] = peak_rss_bytes();
+    if (o.profile) {
+      auto prof = [](const StageProfile& p) {
+        Json a = Json::array();
+        for (const auto& x : p.stages) {
+          a.push_back(Json{{"stages", x.stages},
+                           {"device", x.device},
+                           {"runs", x.runs},
+                           {"ms", x.ms},
+                           {"bytes_in", x.bytes_in},
+                           {"bytes_out", x.bytes_out}});
+        }
+        return Json{{"stages", a}, {"wall_ms", p.wall_ms}, {"busy_ms", p.busy_ms()}};
+      };
+      j["profile"] = Json{{"pp", prof(pp_prof)}, {"tg", prof(tg_prof)}};
+    }
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   } else {
     print_table(o, info, load_ms, pp, tg, ttft);
+    if (o.profile) {
+      print_profile("pp", pp_prof);
+      print_profile("tg", tg_prof);
+      std::printf("\n%s", model->explain_placement().c_str());
+    }
   }
   return kExitOk;
 }
@@ -372,6 +446,9 @@ Command register_bench(CLI::App& parent) {
   add_kv_flags(c, o->kv);
   c->add_flag("--json", o->json, "print one JSON object with every sample");
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
+  c->add_flag("--profile", o->profile,
+              "time per placement stage per unit, boundary copies and overlap, then the "
+              "placement table");
   return {c, [o] { return run_bench(*o); }};
 }
 

@@ -31,6 +31,7 @@ struct ModelOptions {
   int32_t threads = 0;
   int32_t batch = 512;
   bool verbose = false;
+  bool explain = false;  ///< print the capability table and placement before generating
   KvOptions kv;
   std::string load_state;  ///< resume the context from this file before generating
   std::string save_state;  ///< write the context here afterwards
@@ -83,6 +84,8 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
   c->add_option("-t,--threads", o.threads, "threads (0 = all cores)")->capture_default_str();
   c->add_option("-b,--batch", o.batch, "prompt tokens per step")->capture_default_str();
   c->add_flag("-v,--verbose", o.verbose, "log placement decisions to stderr");
+  c->add_flag("--explain-placement", o.explain,
+              "print each unit's capability table and where every stage runs (and why) to stderr");
   add_kv_flags(c, o.kv);
   c->add_option("--load-state", o.load_state,
                 "resume the cached context saved by --save-state (same model and KV type)");
@@ -143,6 +146,7 @@ Result<Model> load(const ModelOptions& o) {
   auto m = b.build();
   if (!m.ok()) return Status(m.status().code(), path + ": " + m.status().message());
   if (!o.load_state.empty()) GENIEX_TRY(m->load_state(o.load_state));
+  if (o.explain) std::fprintf(stderr, "%s", m->explain_placement().c_str());
   return m;
 }
 

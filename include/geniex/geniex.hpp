@@ -70,6 +70,18 @@ struct EngineStats {
   int64_t batched_tokens = 0;  ///< tokens evaluated over all steps (decode + prefill)
   int32_t active = 0;          ///< requests holding a sequence
   int32_t queued = 0;          ///< requests waiting for a sequence
+  int64_t fallbacks = 0;       ///< times a unit failed at run time and its stages moved
+};
+
+/// Time and copies of one placement segment (a run of stages on one unit), summed over the
+/// steps run since load or the last reset_stage_timings().
+struct StageTiming {
+  std::string stages;     ///< e.g. "layer 0 .. output"
+  std::string device;     ///< the backend's name
+  int64_t runs = 0;       ///< times it ran
+  double ms = 0.0;        ///< wall time inside the backend
+  int64_t bytes_in = 0;   ///< bytes read from other segments (stage boundaries only)
+  int64_t bytes_out = 0;  ///< bytes written for other segments
 };
 
 /// The KV cache's memory, for monitoring.
@@ -244,6 +256,13 @@ class Model {
   [[nodiscard]] KvStats kv_stats() const;
   [[nodiscard]] EngineStats engine_stats() const;
 
+  /// The capability table of every unit for this model's ops and where each stage of a decode
+  /// step and of a prefill step runs, with the reasons units were passed over.
+  [[nodiscard]] std::string explain_placement() const;
+  /// Per placement segment: runs, time and boundary copies (`geniex bench --profile`).
+  [[nodiscard]] std::vector<StageTiming> stage_timings() const;
+  void reset_stage_timings();
+
   [[nodiscard]] const ModelInfo& info() const;
 
  private:
@@ -278,6 +297,9 @@ class ModelBuilder {
   ModelBuilder& with_context_overflow(ContextOverflow policy, int32_t n_keep = 0);
   /// Receives log lines (placement decisions, fallbacks). Default: none.
   ModelBuilder& with_log(std::function<void(std::string_view)> log);
+  /// Folder searched for NPU plugins (libgeniex_npu_*.so). Default: $GENIEX_PLUGIN_DIR, else
+  /// `plugins` beside or above the running executable's folder.
+  ModelBuilder& with_plugin_dir(std::string dir);
 
   /// Loads the model. Errors: missing/corrupt file, unknown architecture, missing tensors,
   /// unsupported weight types, memory exhausted — each with a message naming the cause.
@@ -296,6 +318,7 @@ class ModelBuilder {
   ContextOverflow overflow_ = ContextOverflow::kStop;
   int32_t n_keep_ = 0;
   std::function<void(std::string_view)> log_;
+  std::string plugin_dir_;
 };
 
 }  // namespace geniex

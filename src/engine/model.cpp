@@ -72,8 +72,28 @@ KvStats Model::kv_stats() const {
 
 EngineStats Model::engine_stats() const {
   const auto s = impl_->batch->stats();
-  return EngineStats{s.steps, s.batched_tokens, s.active, s.queued};
+  EngineStats e{s.steps, s.batched_tokens, s.active, s.queued, 0};
+  impl_->batch->exclusive([&] { e.fallbacks = impl_->scheduler->fallbacks(); });
+  return e;
 }
+
+std::string Model::explain_placement() const {
+  std::string out;
+  Impl& m = *impl_;
+  m.batch->exclusive([&] { out = m.explain_placement(); });
+  return out;
+}
+
+std::vector<StageTiming> Model::stage_timings() const {
+  std::vector<StageTiming> out;
+  for (const auto& p : impl_->scheduler->profile()) {
+    out.push_back(
+        {p.label, p.backend, p.runs, static_cast<double>(p.ns) / 1e6, p.bytes_in, p.bytes_out});
+  }
+  return out;
+}
+
+void Model::reset_stage_timings() { impl_->scheduler->reset_profile(); }
 
 Result<KvCacheType> parse_kv_cache_type(std::string_view name) {
   if (name == "f16") return KvCacheType::kF16;

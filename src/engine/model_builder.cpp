@@ -86,6 +86,36 @@ ModelBuilder& ModelBuilder::with_context_overflow(ContextOverflow policy, int32_
   n_keep_ = n_keep;
   return *this;
 }
+ModelBuilder& ModelBuilder::with_plugin_dir(std::string dir) {
+  plugin_dir_ = std::move(dir);
+  return *this;
+}
+
+Result<models::ForwardGraph> Model::Impl::probe_graph(int32_t n_tokens) const {
+  const Model::Impl& m = *this;
+  models::ForwardSpec fs;
+  fs.n_tokens = n_tokens;
+  fs.n_outputs = 1;
+  fs.kv_type = m.kv->spec().type;
+  for (uint32_t il = 0; il < m.config.n_layer; ++il) {
+    fs.kv_list.push_back(1);
+    fs.kv_state_rows.push_back(m.kv->store(static_cast<int>(il)).n_rows());
+  }
+  return models::build_forward_graph(m.config, m.weights, fs);
+}
+
+std::string Model::Impl::explain_placement() {
+  std::string out;
+  for (const int32_t n : {1, n_batch}) {
+    auto fg = probe_graph(n);
+    if (!fg.ok()) return out + fg.status().to_string() + "\n";
+    out += n == 1 ? "== decode step (1 token)\n"
+                  : "== prefill step (" + std::to_string(n) + " tokens)\n";
+    out += scheduler->explain(fg->graph);
+  }
+  return out;
+}
+
 ModelBuilder& ModelBuilder::with_log(std::function<void(std::string_view)> log) {
   log_ = std::move(log);
   return *this;
@@ -205,17 +235,15 @@ Result<Model> ModelBuilder::build() const {
   info.n_threads = n_threads_ > 0 ? n_threads_ : ThreadPool::default_threads();
   // Place once at load so that an impossible placement fails here, not at the first token.
   {
-    models::ForwardSpec fs;
-    fs.n_tokens = 1;
-    fs.n_outputs = 1;
-    fs.kv_type = spec.type;
-    for (uint32_t il = 0; il < cfg.n_layer; ++il) {
-      fs.kv_list.push_back(1);
-      fs.kv_state_rows.push_back(impl->kv->store(static_cast<int>(il)).n_rows());
-    }
-    GENIEX_ASSIGN_OR_RETURN(auto fg, models::build_forward_graph(cfg, impl->weights, fs));
+    GENIEX_ASSIGN_OR_RETURN(auto fg, impl->probe_graph(1));
     GENIEX_ASSIGN_OR_RETURN(auto placement, impl->scheduler->place(fg.graph));
-    info.placement = placement.stage + " -> " + placement.backend;
+    if (placement.segments.size() <= 1) {
+      info.placement = placement.stage + " -> " + placement.backend;
+    } else {
+      for (const auto& seg : placement.segments) {
+        info.placement += (info.placement.empty() ? "" : ", ") + seg.label + " -> " + seg.backend;
+      }
+    }
     for (const auto& n : placement.notes) info.placement += " (" + n + ")";
   }
   engine::BatchEngineOptions bo;

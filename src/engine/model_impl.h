@@ -46,6 +46,12 @@ struct Model::Impl {
   /// Identifies the model and KV layout in state files.
   [[nodiscard]] std::string state_fingerprint() const;
 
+  /// The forward graph of a step of `n_tokens` tokens over a one-entry KV list: what the
+  /// scheduler places at load time and explains.
+  [[nodiscard]] Result<models::ForwardGraph> probe_graph(int32_t n_tokens) const;
+  /// Scheduler::explain for a decode step and a prefill step over the paged cache.
+  [[nodiscard]] std::string explain_placement();
+
   /// Checks ids are inside the vocabulary.
   Status check_tokens(std::span<const int32_t> tokens) const;
 
