@@ -91,6 +91,37 @@ ModelBuilder& ModelBuilder::with_plugin_dir(std::string dir) {
   return *this;
 }
 
+namespace {
+
+// "1,128" -> {1, 128} (ascending, each >= 1).
+Result<std::vector<int32_t>> parse_counts(const char* text) {
+  std::vector<int32_t> out;
+  const std::string s(text);
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    char* stop = nullptr;
+    const long v = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || v < 1 || v > 65536) {
+      return invalid_argument("GENIEX_STATIC_BATCH: '" + item + "' is not a token count");
+    }
+    out.push_back(static_cast<int32_t>(v));
+    pos = end + 1;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string e_list(const std::vector<int32_t>& v) {
+  std::string s;
+  for (int32_t x : v) s += (s.empty() ? "" : "/") + std::to_string(x);
+  return s;
+}
+
+}  // namespace
+
 Result<models::ForwardGraph> Model::Impl::probe_graph(int32_t n_tokens) const {
   const Model::Impl& m = *this;
   models::ForwardSpec fs;
@@ -216,6 +247,22 @@ Result<Model> ModelBuilder::build() const {
   impl->n_batch = n_batch_;
   impl->runner = std::make_unique<engine::StepRunner>(impl->config, impl->weights, *impl->scheduler,
                                                       *impl->kv);
+  {
+    // Static-shape units (NPUs) take fixed token counts: steps are padded to them and prompts
+    // prefill in chunks of the largest. GENIEX_STATIC_BATCH="1,128" forces it (tests).
+    std::vector<int32_t> counts;
+    if (const char* e = std::getenv("GENIEX_STATIC_BATCH"); e != nullptr && *e != '\0') {
+      GENIEX_ASSIGN_OR_RETURN(counts, parse_counts(e));
+    }
+    if (!counts.empty()) {
+      impl->runner->set_static_batches(counts);
+      impl->n_batch = std::min(impl->n_batch, counts.back());
+      if (log_) {
+        log_("static shapes: steps padded to " + std::string(e_list(counts)) +
+             " tokens; prompts prefill in chunks of " + std::to_string(impl->n_batch));
+      }
+    }
+  }
 
   ModelInfo& info = impl->info;
   info.path = path_;
@@ -247,7 +294,7 @@ Result<Model> ModelBuilder::build() const {
     for (const auto& n : placement.notes) info.placement += " (" + n + ")";
   }
   engine::BatchEngineOptions bo;
-  bo.n_batch = n_batch_;
+  bo.n_batch = impl->n_batch;
   bo.n_ctx = n_ctx;
   Model::Impl* raw = impl.get();
   bo.on_context_full = [raw](runtime::KvManager::SeqId seq) -> Result<bool> {

@@ -133,7 +133,24 @@ Status StepRunner::fill_layer(Step& st, std::span<const StepItem> items, int il)
   }
   std::fill(rows.begin() + static_cast<long>(n), rows.end(), 0);
   std::fill(kpos.begin() + static_cast<long>(n), kpos.end(), -1);
+  if (t < slots.size()) {
+    // Padding tokens of a static-shape step: K/V into the never-read scratch rows, and (with
+    // segments) an empty key range.
+    GENIEX_ASSIGN_OR_RETURN(const int64_t scratch, kv_.scratch_row(il));
+    const auto bs = static_cast<size_t>(kv_.spec().block_size);
+    for (size_t k = t; k < slots.size(); ++k) {
+      slots[k] = static_cast<int32_t>(scratch + static_cast<int64_t>(k % bs));
+      if (!st.seg[l].empty()) st.seg[l][2 * k] = st.seg[l][2 * k + 1] = 0;
+    }
+  }
   return {};
+}
+
+int32_t StepRunner::padded_tokens(int32_t n) const {
+  for (int32_t c : static_batches_) {
+    if (c >= n) return c;
+  }
+  return n;
 }
 
 Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) {
@@ -151,10 +168,18 @@ Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) 
     n_tokens += static_cast<int32_t>(it.tokens.size());
     n_out += it.all_logits ? static_cast<int32_t>(it.tokens.size()) : 1;
   }
+  const int32_t n_real = n_tokens;
+  n_tokens = padded_tokens(n_real);
   auto stp = step_for(items, n_tokens, n_out);
   if (!stp.ok()) return rollback(stp.status());
   Step& st = **stp;
   st.items = items;
+  if (n_tokens > n_real) {
+    // Padding repeats the last real token's position; its outputs are never read.
+    const auto last = kv_.step_positions(items.back().seq);
+    std::fill(st.tokens.begin() + n_real, st.tokens.end(), 0);
+    std::fill(st.pos.begin() + n_real, st.pos.end(), last.empty() ? 0 : last.back());
+  }
   size_t t = 0, o = 0;
   for (const auto& it : items) {
     const auto pos = kv_.step_positions(it.seq);

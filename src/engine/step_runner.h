@@ -40,6 +40,12 @@ class StepRunner {
   /// run. On error every sequence is rolled back to where it was.
   Result<std::span<const float>> run(std::span<const StepItem> items);
 
+  /// Token counts a static-shape unit accepts (ascending, e.g. {1, 128}): a step of n tokens
+  /// is padded to the smallest count >= n (steps larger than all counts run unpadded). Empty:
+  /// no padding.
+  void set_static_batches(std::vector<int32_t> counts) { static_batches_ = std::move(counts); }
+  [[nodiscard]] int32_t padded_tokens(int32_t n) const;
+
   /// Graphs built so far (for tests: reuse across decode steps).
   [[nodiscard]] int64_t graphs_built() const { return graphs_built_; }
 
@@ -54,6 +60,7 @@ class StepRunner {
   runtime::KvManager& kv_;
   std::vector<std::unique_ptr<Step>> steps_;  ///< most recently used first
   int64_t graphs_built_ = 0;
+  std::vector<int32_t> static_batches_;
   uint64_t clock_ = 0;
 };
 

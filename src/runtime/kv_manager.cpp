@@ -77,7 +77,7 @@ Result<std::unique_ptr<KvManager>> KvManager::create(const KvManagerSpec& spec) 
     ss.block_size = spec.block_size;
     ss.k_row_elems = rows[g].first;
     ss.v_row_elems = rows[g].second;
-    int64_t frames = need_frames[g];
+    int64_t frames = need_frames[g] + 1;  // + the scratch frame (scratch_row), reserved only
     if (spec.budget_bytes > 0 && static_cast<int64_t>(spec.budget_bytes) < need_bytes) {
       // The budget split by need; this store spills past its share.
       const double share = static_cast<double>(need_frames[g]) *
@@ -103,6 +103,20 @@ Result<std::unique_ptr<KvManager>> KvManager::create(const KvManagerSpec& spec) 
 }
 
 KvStore& KvManager::store(int il) const { return *stores_[sz(layer_store_[sz(il)])]; }
+
+Result<int64_t> KvManager::scratch_row(int il) {
+  const int s = layer_store_[sz(il)];
+  if (s < 0) return invalid_argument("KV cache: layer " + std::to_string(il) + " has no K/V");
+  if (scratch_.size() < stores_.size()) scratch_.resize(stores_.size(), -1);
+  int32_t& h = scratch_[sz(s)];
+  KvStore& st = *stores_[sz(s)];
+  if (h < 0) {
+    GENIEX_ASSIGN_OR_RETURN(h, st.alloc());
+    st.pin(h);  // never evicted: a step may write it at any layer
+  }
+  GENIEX_TRY(st.make_resident(h));
+  return int64_t{st.frame(h)} * spec_.block_size;
+}
 
 size_t KvManager::bytes_per_token() const {
   size_t n = 0;

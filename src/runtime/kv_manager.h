@@ -87,6 +87,10 @@ class KvManager {
   [[nodiscard]] const KvManagerSpec& spec() const { return spec_; }
   /// The store holding layer il's frames (bind its buffers as the layer's K/V state).
   [[nodiscard]] KvStore& store(int il) const;
+  /// First of block_size rows of layer `il`'s state that no sequence ever uses: where padding
+  /// tokens of a static-shape step write their K/V (never read; shared by the layers of a
+  /// store). The frame is taken and pinned at the first call.
+  Result<int64_t> scratch_row(int il);
   /// Bytes of K+V per cached token over all layers (what a full-attention token costs).
   [[nodiscard]] size_t bytes_per_token() const;
 
@@ -162,6 +166,7 @@ class KvManager {
   KvManagerSpec spec_;
   std::vector<std::unique_ptr<KvStore>> stores_;
   std::vector<int> layer_store_;  ///< per layer: index into stores_
+  std::vector<int32_t> scratch_;  ///< per store: the scratch handle (-1: not taken yet)
   int64_t max_blocks_ = 0;
   struct Impl;
   std::unique_ptr<Impl> impl_;
