@@ -3,6 +3,7 @@
 // one note per bad file.
 #include "backends/npu/plugin_loader.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -58,6 +59,15 @@ TEST(NpuPluginLoader, OpensTheReferencePluginAndReadsItsCaps) {
   EXPECT_FALSE(caps.accepts(GENIEX_NPU_OP_ATTENTION, static_cast<uint32_t>(GgmlType::kQ8_0)));
   EXPECT_FALSE(caps.accepts(GENIEX_NPU_OP_EMBEDDING, 0));
   EXPECT_FALSE(caps.accepts(GENIEX_NPU_OP_SOFTCAP, 0));
+}
+
+TEST(NpuPluginLoader, ReferencePluginExportsOnlyItsEntryPoint) {
+  void* h = dlopen(kRefPlugin.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  EXPECT_NE(dlsym(h, GENIEX_NPU_ENTRY_SYMBOL), nullptr);
+  // GenieX code linked into the plugin stays hidden: it can never interpose on the host's copy.
+  EXPECT_EQ(dlsym(h, "_ZN6geniex5quant14can_dequantizeENS_8GgmlTypeE"), nullptr);
+  dlclose(h);
 }
 
 TEST(NpuPluginLoader, ConfigStringSetsTheMemoryCapAndBadKeysAreRefused) {
