@@ -132,6 +132,23 @@ TEST(NpuBackend, CompiledGraphsAreCachedAndEvicted) {
   EXPECT_EQ(o.status.code(), StatusCode::kResourceExhausted) << o.status.to_string();
 }
 
+TEST(NpuBackend, GraphsOfSeveralShapesShareTheirInt8Weights) {
+  // A decode (1 token) and a prefill (128 tokens) graph over the same host weight: ~514 KiB of
+  // int8 weights plus ~640 KiB of prefill activations fit under 1300 KiB only when the weight
+  // is prepared once for both, as an NPU context shares weights between graphs.
+  auto npu = ref_npu("memory=1300K", 4);
+  ASSERT_NE(npu, nullptr);
+  auto prefill = small_graph(128, 1024, 512);
+  auto decode = small_graph(1, 1024, 512);
+  decode->base.bind_weight(0, GgmlType::kQ8_0, prefill->weight_data[0]);  // node 0: the weight
+  expect_matches_reference(*npu, *prefill);
+  expect_matches_reference(*npu, *decode);
+  // Another host tensor of the same shape is not shared: it does not fit.
+  auto other = small_graph(1, 1024, 512, 9);
+  EXPECT_EQ(run_case(npu.get(), *other).status.code(), StatusCode::kResourceExhausted);
+  expect_matches_reference(*npu, *decode);  // and nothing was lost
+}
+
 TEST(NpuBackend, FailCompileKnob) {
   auto npu = ref_npu("fail_compile=1");
   ASSERT_NE(npu, nullptr);

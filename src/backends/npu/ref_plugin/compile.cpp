@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string_view>
 
 #include "backends/npu/ref_plugin/ref_device.h"
@@ -287,7 +288,8 @@ Result<Compiled> compile_graph(Device& dev, const geniex_npu_graph& desc) {
   // Memory: int8 weights + f32 copies of other weights + every op result + scratch.
   const graph::Graph& g = c.g;
   std::vector<char> f32_weight(g.size(), 0);
-  uint64_t bytes = 0;
+  uint64_t bytes = 0, weight_bytes = 0;
+  std::set<WeightKey> new_weights;
   Scratch s;
   for (NodeId id = 0; id < g.size(); ++id) {
     const auto& n = g.node(id);
@@ -298,7 +300,12 @@ Result<Compiled> compile_graph(Device& dev, const geniex_npu_graph& desc) {
     }
     if (n.op == OpKind::kMatMul) {
       const auto& w = g.node(n.inputs[0]).desc;
-      bytes += static_cast<uint64_t>(w.nelements() + 4 * w.ne[1]);
+      // Weights the device already holds (another graph's) cost nothing more.
+      const WeightKey key{tensors.at(c.tensor_id[n.inputs[0]])->data,
+                          static_cast<uint32_t>(w.dtype), w.ne[0], w.ne[1]};
+      if (dev.weights.count(key) == 0 && new_weights.insert(key).second) {
+        weight_bytes += static_cast<uint64_t>(w.nelements() + 4 * w.ne[1]);
+      }
       const auto& x = g.node(n.inputs[1]).desc;
       s.act = std::max(s.act, x.nelements());
       s.tokens = std::max(s.tokens, x.nrows());
@@ -318,8 +325,8 @@ Result<Compiled> compile_graph(Device& dev, const geniex_npu_graph& desc) {
   bytes += static_cast<uint64_t>(s.act + 4 * s.tokens + 4 * s.kv + 4 * s.keys);
   const uint64_t cap = dev.config.memory_bytes;
   const uint64_t left = cap > dev.used_bytes ? cap - dev.used_bytes : 0;
-  if (bytes > left) {
-    return resource_exhausted("graph needs " + std::to_string(bytes) +
+  if (bytes + weight_bytes > left) {
+    return resource_exhausted("graph needs " + std::to_string(bytes + weight_bytes) +
                               " bytes (int8 weights + "
                               "scratch), only " +
                               std::to_string(left) + " of " + std::to_string(cap) + " left");
@@ -334,8 +341,18 @@ Result<Compiled> compile_graph(Device& dev, const geniex_npu_graph& desc) {
       if (n.op == OpKind::kMatMul && c.int8.count(n.inputs[0]) == 0) {
         const auto& w = g.node(n.inputs[0]);
         const auto* t = tensors.at(c.tensor_id[n.inputs[0]]);
-        GENIEX_TRY(quantize_weight(w.desc.dtype, static_cast<const uint8_t*>(t->data), w.desc.ne[0],
-                                   w.desc.ne[1], c.int8[n.inputs[0]]));
+        const WeightKey key{t->data, static_cast<uint32_t>(w.desc.dtype), w.desc.ne[0],
+                            w.desc.ne[1]};
+        auto it = dev.weights.find(key);
+        if (it == dev.weights.end()) {
+          auto m = std::make_shared<Int8Matrix>();
+          GENIEX_TRY(quantize_weight(w.desc.dtype, static_cast<const uint8_t*>(t->data),
+                                     w.desc.ne[0], w.desc.ne[1], *m));
+          const auto wb = static_cast<uint64_t>(w.desc.nelements() + 4 * w.desc.ne[1]);
+          it = dev.weights.emplace(key, SharedWeight{std::move(m), wb}).first;
+          dev.used_bytes += wb;
+        }
+        c.int8[n.inputs[0]] = it->second.m;
       }
     } else if (f32_weight[id]) {
       const auto* t = tensors.at(c.tensor_id[id]);

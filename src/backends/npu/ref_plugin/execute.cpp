@@ -177,7 +177,7 @@ Status run_op(Compiled& c, Vals& v, NodeId id) {
   auto desc = [&](size_t i) -> const graph::TensorDesc& { return c.g.node(in[i]).desc; };
   switch (n.op) {
     case OpKind::kMatMul:
-      int8_matmul(c.int8.at(in[0]), v.f[in[1]], desc(1).nrows(), c.act_q, c.act_scale, res.data());
+      int8_matmul(*c.int8.at(in[0]), v.f[in[1]], desc(1).nrows(), c.act_q, c.act_scale, res.data());
       return {};
     case OpKind::kRmsNorm:
       return graph::ref::rms_norm(f32(c, v, in[0]),

@@ -106,7 +106,12 @@ geniex_npu_status compile(geniex_npu_device* dev, const geniex_npu_graph* graph,
       return invalid_argument("compile: NULL argument");
     }
     Device& d = *dev_of(dev);
-    GENIEX_ASSIGN_OR_RETURN(Compiled c, compile_graph(d, *graph));
+    auto compiled = compile_graph(d, *graph);
+    if (!compiled.ok()) {
+      d.sweep_weights();  // weights prepared for a graph that failed
+      return compiled.status();
+    }
+    Compiled c = std::move(*compiled);
     auto owned = std::make_unique<Compiled>(std::move(c));
     d.used_bytes += owned->bytes;
     *out = reinterpret_cast<geniex_npu_compiled*>(owned.release());
@@ -135,6 +140,8 @@ void release(geniex_npu_device* dev, geniex_npu_compiled* graph) {
   if (dev != nullptr) {
     Device& d = *dev_of(dev);
     d.used_bytes -= std::min(d.used_bytes, owned->bytes);
+    owned.reset();
+    d.sweep_weights();
   }
 }
 

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -45,14 +48,24 @@ struct Compiled {
   std::unordered_map<uint32_t, graph::NodeId> node_of;  ///< C tensor id -> node
   std::vector<uint32_t> tensor_id;                      ///< node -> C tensor id
   std::vector<graph::NodeId> outputs;                   ///< nodes execute returns
-  std::unordered_map<graph::NodeId, Int8Matrix> int8;   ///< MatMul weights
+  /// MatMul weights, shared with the device's weight cache (and other compiled graphs).
+  std::unordered_map<graph::NodeId, std::shared_ptr<const Int8Matrix>> int8;
   std::vector<std::vector<float>> f32;  ///< per node: op results, F32 copies of other weights
   std::vector<int8_t> act_q;            ///< int8 activation scratch (largest matmul input)
   std::vector<float> act_scale;         ///< per-token activation scales
   std::vector<float> kv_scratch;        ///< gathered K and V rows of the largest attention
   std::vector<int32_t> iota;            ///< 0, 1, 2, ... (row list of the gathered keys)
-  uint64_t bytes = 0;                   ///< memory charged against the device cap
+  uint64_t bytes = 0;  ///< memory charged against the device cap (without shared weights)
 };
+
+/// A prepared weight kept by the device for every compiled graph that uses the same host tensor
+/// (like an NPU context sharing weights between graphs of several shapes).
+struct SharedWeight {
+  std::shared_ptr<const Int8Matrix> m;
+  uint64_t bytes = 0;  ///< charged once, while any compiled graph holds it
+};
+/// (host pointer, GGML type, k, n) of a weight.
+using WeightKey = std::tuple<const void*, uint32_t, int64_t, int64_t>;
 
 /// An open device.
 struct Device {
@@ -61,6 +74,19 @@ struct Device {
   int64_t executes = 0;     ///< execute calls so far (the failure knob counts them)
   std::vector<geniex_npu_op_cap> op_caps;
   geniex_npu_caps caps{};
+  std::map<WeightKey, SharedWeight> weights;  ///< int8 weights shared by compiled graphs
+
+  /// Drops the shared weights no compiled graph holds any more and uncharges them.
+  void sweep_weights() {
+    for (auto it = weights.begin(); it != weights.end();) {
+      if (it->second.m.use_count() == 1) {
+        used_bytes -= std::min(used_bytes, it->second.bytes);
+        it = weights.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
 };
 
 /// Validates `desc` against the NPU's rules and prepares it (int8 weights, scratch), charging its
