@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <utility>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/thread_pool.h"
+#include "engine/backend_set.h"
 #include "engine/model_impl.h"
 #include "models/forward_graph.h"
 #include "tokenizer/chat_template_source.h"
@@ -232,12 +232,15 @@ Result<Model> ModelBuilder::build() const {
   impl->overflow = overflow_;
   impl->shift_keep = n_keep_;
 
-  backends::CpuBackendOptions cpu_opts;
-  cpu_opts.n_threads = n_threads_;
-  GENIEX_ASSIGN_OR_RETURN(auto cpu, backends::make_cpu_backend(cpu_opts));
-  std::vector<std::unique_ptr<backends::Backend>> list;
-  list.push_back(std::move(cpu));
   auto log = log_;
+  engine::BackendSetOptions bso;
+  bso.device = device_;
+  bso.n_threads = n_threads_;
+  bso.plugin_dir = plugin_dir_;
+  bso.log = [log](const std::string& line) {
+    if (log) log(line);
+  };
+  GENIEX_ASSIGN_OR_RETURN(auto list, engine::make_backends(bso));
   GENIEX_ASSIGN_OR_RETURN(runtime::Scheduler sched,
                           runtime::Scheduler::create(std::move(list), preference_of(device_),
                                                      [log](const std::string& line) {
@@ -250,7 +253,7 @@ Result<Model> ModelBuilder::build() const {
   {
     // Static-shape units (NPUs) take fixed token counts: steps are padded to them and prompts
     // prefill in chunks of the largest. GENIEX_STATIC_BATCH="1,128" forces it (tests).
-    std::vector<int32_t> counts;
+    std::vector<int32_t> counts = impl->scheduler->static_batch_tokens();
     if (const char* e = std::getenv("GENIEX_STATIC_BATCH"); e != nullptr && *e != '\0') {
       GENIEX_ASSIGN_OR_RETURN(counts, parse_counts(e));
     }

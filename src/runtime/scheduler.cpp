@@ -88,6 +88,14 @@ std::vector<backends::Backend*> Scheduler::order() const {
   return out;
 }
 
+std::vector<int32_t> Scheduler::static_batch_tokens() const {
+  for (auto* b : order()) {
+    auto v = b->static_batch_tokens();
+    if (!v.empty()) return v;
+  }
+  return {};
+}
+
 std::vector<std::string> Scheduler::unit_names() const {
   std::vector<std::string> out;
   for (auto* b : order()) out.push_back(b->name());

@@ -93,6 +93,9 @@ class Scheduler {
   [[nodiscard]] int64_t fallbacks() const { return fallbacks_; }
   /// Host bytes of the boundary buffers of the cached plans.
   [[nodiscard]] int64_t boundary_bytes() const;
+  /// Token counts steps must be padded to for the units in the chain that take static shapes
+  /// (the first such unit's counts; empty: none).
+  [[nodiscard]] std::vector<int32_t> static_batch_tokens() const;
   /// Names of the units, in preference order.
   [[nodiscard]] std::vector<std::string> unit_names() const;
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "graph/graph.h"
@@ -51,6 +52,9 @@ class Backend {
   /// bound outputs are filled, states are updated in place, and any error is a Status that
   /// names the node.
   virtual Status run(const graph::Graph& graph, const graph::Bindings& bindings) = 0;
+  /// Token counts this unit's graphs may have (ascending), e.g. {1, 128} for an NPU that
+  /// compiles static shapes; empty: any. The runtime pads steps to them.
+  [[nodiscard]] virtual std::vector<int32_t> static_batch_tokens() const { return {}; }
   /// Optional: get ready to run `graph` (upload its weights, compile kernels) without running
   /// it. The scheduler calls it for the next stage while the current one runs on another unit,
   /// from another thread, never concurrently with this backend's own run(). Default: nothing.

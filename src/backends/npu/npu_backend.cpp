@@ -51,6 +51,11 @@ class NpuBackend final : public Backend {
     return "npu(" + plugin_->name() + ": " + plugin_->caps().device_name + ")";
   }
   [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kNpu; }
+  [[nodiscard]] std::vector<int32_t> static_batch_tokens() const override {
+    std::vector<int32_t> v = plugin_->caps().batch_tokens;
+    std::sort(v.begin(), v.end());
+    return v;
+  }
   [[nodiscard]] OpSupport supports(const graph::Graph& g, NodeId id) const override;
   Status run(const graph::Graph& g, const graph::Bindings& b) override;
 
