@@ -3,6 +3,8 @@
 // what ran where.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -101,6 +103,125 @@ TEST(EnginePlacement, ExplainAndStageTimingsDescribeTheRun) {
   EXPECT_EQ(t[0].runs, 2 + 4) << "two prefill chunks, then a decode step per token after the first";
   EXPECT_GT(t[0].ms, 0.0);
   EXPECT_EQ(m.engine_stats().fallbacks, 0);
+}
+
+// Top-1 agreement and mean KL(cpu || other) over the rows of two logit matrices.
+struct Agreement {
+  double top1 = 0.0;
+  double kl = 0.0;
+};
+Agreement compare(const std::vector<float>& cpu, const std::vector<float>& other, size_t n_vocab) {
+  Agreement a;
+  const size_t rows = cpu.size() / n_vocab;
+  for (size_t r = 0; r < rows; ++r) {
+    const float* p = cpu.data() + r * n_vocab;
+    const float* q = other.data() + r * n_vocab;
+    size_t ap = 0, aq = 0;
+    double mp = p[0], mq = q[0];
+    for (size_t i = 0; i < n_vocab; ++i) {
+      if (p[i] > p[ap]) ap = i;
+      if (q[i] > q[aq]) aq = i;
+      mp = std::max(mp, double{p[i]});
+      mq = std::max(mq, double{q[i]});
+    }
+    a.top1 += ap == aq ? 1.0 : 0.0;
+    double zp = 0, zq = 0;
+    for (size_t i = 0; i < n_vocab; ++i) {
+      zp += std::exp(p[i] - mp);
+      zq += std::exp(q[i] - mq);
+    }
+    double kl = 0;
+    for (size_t i = 0; i < n_vocab; ++i) {
+      const double lp = p[i] - mp - std::log(zp), lq = q[i] - mq - std::log(zq);
+      kl += std::exp(lp) * (lp - lq);
+    }
+    a.kl += kl;
+  }
+  a.top1 /= static_cast<double>(rows);
+  a.kl /= static_cast<double>(rows);
+  return a;
+}
+
+Model load_on(const std::string& path, Device d, std::vector<std::string>* log = nullptr) {
+  ModelBuilder b(path);
+  b.with_device(d).with_threads(2).with_context_size(512).with_plugin_dir(GENIEX_TEST_PLUGIN_DIR);
+  if (log != nullptr) b.with_log([log](std::string_view l) { log->emplace_back(l); });
+  auto m = b.build();
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return std::move(*m);
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+TEST(EnginePlacement, ReferenceNpuAgreesWithTheCpuWithinItsInt8Bound) {
+  // 256 tokens of logits: prefill in 128-token chunks on the NPU (embedding on the CPU: the
+  // NPU has no Embedding), against the CPU alone.
+  for (const std::string arch : {"llama", "qwen2", "gemma3"}) {
+    SCOPED_TRACE(arch);
+    Model cpu = load_on(tiny(arch), Device::cpu());
+    std::vector<std::string> log;
+    Model npu = load_on(tiny(arch), Device::npu(), &log);
+    EXPECT_NE(npu.info().placement.find("embedding -> cpu"), std::string::npos)
+        << npu.info().placement;
+    EXPECT_NE(npu.info().placement.find("-> npu(ref"), std::string::npos) << npu.info().placement;
+    const auto toks = some_tokens(256, cpu.info().n_vocab);
+    auto a = cpu.logits(toks);
+    auto b = npu.logits(toks);
+    ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+    const Agreement ag = compare(*a, *b, static_cast<size_t>(cpu.info().n_vocab));
+    std::printf("[ measure ] %s: reference NPU vs CPU over 256 tokens: top-1 %.4f, KL %.6f\n",
+                arch.c_str(), ag.top1, ag.kl);
+    EXPECT_GE(ag.top1, 0.95);
+    EXPECT_LE(ag.kl, 0.01);
+    const auto t = npu.stage_timings();
+    bool npu_ran = false;
+    for (const auto& x : t) npu_ran = npu_ran || x.device.find("npu(ref") != std::string::npos;
+    EXPECT_TRUE(npu_ran) << joined(log);
+  }
+}
+
+TEST(EnginePlacement, AnNpuThatRejectsTheGraphHandsItToTheCpuAndTheLogSaysSo) {
+  setenv("GENIEX_NPU_CONFIG", "fail_compile=1", 1);
+  std::vector<std::string> log;
+  Model npu = load_on(tiny("llama"), Device::npu(), &log);
+  unsetenv("GENIEX_NPU_CONFIG");
+  Model cpu = load_on(tiny("llama"), Device::cpu());
+  const auto toks = some_tokens(40, cpu.info().n_vocab);
+  auto a = cpu.generate(std::span<const int32_t>(toks), greedy(12));
+  auto b = npu.generate(std::span<const int32_t>(toks), greedy(12));
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  EXPECT_EQ(a->tokens, b->tokens) << "everything ran on the CPU in the end";
+  const std::string all = joined(log);
+  EXPECT_NE(all.find("fallback: layer 0 .. output moves off npu(ref"), std::string::npos) << all;
+  EXPECT_NE(all.find("fail_compile"), std::string::npos) << all;
+  // One ban per token count the NPU was tried with (128-token prefill, 1-token decode).
+  EXPECT_EQ(npu.engine_stats().fallbacks, 2) << all;
+}
+
+TEST(EnginePlacement, AnNpuThatRunsOutOfMemoryMidRunFallsBackAndGenerationCompletes) {
+  // The third execute fails as out of memory: the step re-runs on the CPU, later steps of that
+  // shape stay there, and the answer completes.
+  setenv("GENIEX_NPU_CONFIG", "fail_execute_at=3", 1);
+  std::vector<std::string> log;
+  Model npu = load_on(tiny("qwen2"), Device::npu(), &log);
+  unsetenv("GENIEX_NPU_CONFIG");
+  const auto toks = some_tokens(20, npu.info().n_vocab);
+  auto g = npu.generate(std::span<const int32_t>(toks), greedy(16));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->tokens.size(), 16u);
+  EXPECT_EQ(npu.engine_stats().fallbacks, 1);
+  const std::string all = joined(log);
+  EXPECT_NE(all.find("fallback"), std::string::npos) << all;
+  EXPECT_NE(all.find("execute #3 fails"), std::string::npos) << all;
+  // After the fallback the decode steps run on the CPU: the same continuation as the CPU alone
+  // from the same context gives (the prefill ran on the NPU, so compare from here on).
+  bool cpu_after = false;
+  for (const auto& t : npu.stage_timings()) cpu_after = cpu_after || t.device.rfind("cpu", 0) == 0;
+  EXPECT_TRUE(cpu_after);
 }
 
 }  // namespace
