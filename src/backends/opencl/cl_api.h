@@ -22,8 +22,9 @@ struct ClApi {
 #define GENIEX_CL_FUNCTIONS(X)                                                                   \
   X(clGetPlatformIDs)                                                                            \
   X(clGetPlatformInfo)                                                                           \
-  X(clGetDeviceIDs) X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext)                    \
-      X(clCreateCommandQueue) X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject)   \
+  X(clGetDeviceIDs)                                                                              \
+  X(clGetDeviceInfo) X(clCreateContext) X(clReleaseContext) X(clCreateCommandQueue)              \
+      X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject)                           \
           X(clCreateProgramWithSource) X(clCreateProgramWithBinary) X(clBuildProgram)            \
               X(clGetProgramBuildInfo) X(clGetProgramInfo) X(clReleaseProgram) X(clCreateKernel) \
                   X(clReleaseKernel) X(clSetKernelArg) X(clEnqueueNDRangeKernel)                 \
