@@ -226,7 +226,7 @@ TEST(OpenclGraph, ProgramCacheHitAndCorruptFileIsRebuilt) {
 
 TEST(OpenclGraph, DisabledOpsAreUnsupportedAndTheBackendStaysUsable) {
   OpenclBackendOptions o;
-  o.program_cache_dir = fresh_cache_dir("shared_disabled");
+  o.program_cache_dir = ::testing::TempDir() + "geniex_opencl_shared";
   o.disabled_ops = {OpKind::kGlu};
   auto b = make(o);
   ASSERT_TRUE(b);
@@ -249,7 +249,7 @@ TEST(OpenclGraph, DisabledOpsAreUnsupportedAndTheBackendStaysUsable) {
 
 TEST(OpenclGraph, MemoryLimitIsResourceExhaustedAndTheBackendStaysUsable) {
   OpenclBackendOptions o;
-  o.program_cache_dir = fresh_cache_dir("shared_limit");
+  o.program_cache_dir = ::testing::TempDir() + "geniex_opencl_shared";
   o.memory_limit_bytes = 1 << 20;
   auto b = make(o);
   ASSERT_TRUE(b);
@@ -277,7 +277,7 @@ TEST(OpenclGraph, DeviceSelection) {
     EXPECT_GT(d.global_mem_bytes, 0u);
   }
   OpenclBackendOptions o;
-  o.program_cache_dir = fresh_cache_dir("shared_select");
+  o.program_cache_dir = ::testing::TempDir() + "geniex_opencl_shared";
   o.device_filter = "no-such-device-anywhere";
   auto none = make_opencl_backend(o);
   ASSERT_FALSE(none.ok());

@@ -118,6 +118,8 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
   const size_t count = sz(n.desc.nelements());
   const std::array<size_t, 3> wg{wg_, 1, 1};
   const std::array<size_t, 3> any{0, 0, 0};
+  const std::array<size_t, 3> flat{(count + wg_ - 1) / wg_ * wg_, 1, 1};  // whole work-groups
+  const cl_ulong n_elems = count;
   NodeVal& out = vals_[id];
   if (n.op == OpKind::kReshape) {
     GENIEX_ASSIGN_OR_RETURN(out.f32, f32_of(g, in[0]));
@@ -178,13 +180,13 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
                         : n.op == OpKind::kSilu  ? 1
                         : n.op == OpKind::kScale ? 2
                                                  : 3;
-      return launch("unary_f32", {count, 1, 1}, any, x, y, op, cl_float{p.scale});
+      return launch("unary_f32", flat, wg, x, y, op, cl_float{p.scale}, n_elems);
     }
     case OpKind::kGlu: {
       GENIEX_ASSIGN_OR_RETURN(cl_mem gate, f32_of(g, in[0]));
       GENIEX_ASSIGN_OR_RETURN(cl_mem up, f32_of(g, in[1]));
       const cl_int act = p.glu == graph::GluActivation::kSilu ? 0 : 1;
-      return launch("glu_f32", {count, 1, 1}, any, gate, up, y, act);
+      return launch("glu_f32", flat, wg, gate, up, y, act, n_elems);
     }
     case OpKind::kMul:
     case OpKind::kAdd: {
@@ -199,7 +201,7 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
         }
       }
       const cl_int mul = n.op == OpKind::kMul ? 1 : 0;
-      return launch("binary_f32", {count, 1, 1}, any, a, b, y, mul, a_ne, b_ne);
+      return launch("binary_f32", flat, wg, a, b, y, mul, a_ne, b_ne, n_elems);
     }
     case OpKind::kGetRows: {
       GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));

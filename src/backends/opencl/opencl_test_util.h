@@ -31,11 +31,12 @@ inline std::string fresh_cache_dir(const std::string& name) {
   return dir;
 }
 
-/// The backend every op test shares (created on first use with its own cache folder).
+/// The backend every op test shares (created on first use). Its program cache folder is kept
+/// across test processes (ctest runs each test alone), so only the first one compiles.
 inline Backend& shared_backend() {
   static std::unique_ptr<Backend> b = [] {
     OpenclBackendOptions o;
-    o.program_cache_dir = fresh_cache_dir("shared");
+    o.program_cache_dir = ::testing::TempDir() + "geniex_opencl_shared";
     auto r = make_opencl_backend(o);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return r.ok() ? std::move(*r) : nullptr;

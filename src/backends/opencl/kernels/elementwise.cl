@@ -1,4 +1,6 @@
-// Element-wise ops, one work-item per element. Unary op codes: 0 GELU (tanh), 1 SiLU, 2 scale,
+// Element-wise ops, one work-item per element; the global size is rounded up to whole
+// work-groups (a prime element count must not force work-groups of one), so each kernel checks
+// its index against n. Unary op codes: 0 GELU (tanh), 1 SiLU, 2 scale,
 // 3 softcap (p * tanh(x / p)).
 
 inline float gelu_tanh(float x) {
@@ -8,8 +10,9 @@ inline float gelu_tanh(float x) {
 
 inline float silu(float x) { return x / (1.0f + exp(-x)); }
 
-kernel void unary_f32(global const float* x, global float* y, int op, float p) {
+kernel void unary_f32(global const float* x, global float* y, int op, float p, ulong n) {
   const size_t i = get_global_id(0);
+  if (i >= n) return;
   const float v = x[i];
   float r;
   switch (op) {
@@ -22,8 +25,10 @@ kernel void unary_f32(global const float* x, global float* y, int op, float p) {
 }
 
 // act(gate) * up; act 0: SiLU, 1: GELU-tanh.
-kernel void glu_f32(global const float* gate, global const float* up, global float* y, int act) {
+kernel void glu_f32(global const float* gate, global const float* up, global float* y, int act,
+                    ulong n) {
   const size_t i = get_global_id(0);
+  if (i >= n) return;
   const float g = gate[i];
   y[i] = (act == 0 ? silu(g) : gelu_tanh(g)) * up[i];
 }
@@ -31,8 +36,9 @@ kernel void glu_f32(global const float* gate, global const float* up, global flo
 // y = a (+|*) b with b broadcast along dims where its extent is 1; one work-item per element of
 // a. a_ne / b_ne: the four extents.
 kernel void binary_f32(global const float* a, global const float* b, global float* y, int mul,
-                       int4 a_ne, int4 b_ne) {
+                       int4 a_ne, int4 b_ne, ulong n) {
   const size_t idx = get_global_id(0);
+  if (idx >= n) return;
   size_t r = idx;
   const int i0 = (int)(r % (size_t)a_ne.x);
   r /= (size_t)a_ne.x;
