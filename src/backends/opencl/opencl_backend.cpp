@@ -224,6 +224,15 @@ Status OpenclBackend::enqueue(const char* name, cl_kernel k, std::array<size_t, 
 
 Result<DeviceBuffer> OpenclBackend::alloc(size_t bytes, const std::string& what) {
   bytes = std::max<size_t>(bytes, 16);
+  // Buffer plans of other graphs are caches: drop the least recently used ones to make room.
+  while (in_use_ + bytes > limit_) {
+    auto victim = plans_.end();
+    for (auto it = plans_.begin(); it != plans_.end(); ++it) {
+      if (&*it != plan_) victim = it;
+    }
+    if (victim == plans_.end()) break;
+    plans_.erase(victim);
+  }
   if (in_use_ + bytes > limit_) {
     return resource_exhausted("opencl: " + what + " needs " + std::to_string(bytes) +
                               " device bytes, but " + std::to_string(in_use_) + " of the " +

@@ -266,6 +266,13 @@ TEST(OpenclGraph, MemoryLimitIsResourceExhaustedAndTheBackendStaysUsable) {
   const NodeId z = small.op(OpKind::kMatMul,
                             {small.weight(GgmlType::kQ8_0, 64, 32), small.input({64, 3, 1, 1})});
   EXPECT_LE(compare(small, z, "matmul after running out of memory", *b), 1e-3);
+  // Two graphs whose buffers (512 KiB each) do not fit together: the older plan is dropped.
+  for (int i = 0; i < 2; ++i) {
+    Case c;
+    const NodeId y2 = c.op(OpKind::kSilu, {c.input({64 * 1024, 1, 1, 1})});
+    EXPECT_LE(compare(c, y2, "silu 256 KiB, plan " + std::to_string(i), *b), 1e-5);
+    EXPECT_LE(opencl_stats(*b)->device_bytes_in_use, o.memory_limit_bytes);
+  }
 }
 
 TEST(OpenclGraph, DeviceSelection) {
