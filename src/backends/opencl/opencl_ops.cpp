@@ -27,11 +27,16 @@ const char* type_suffix(GgmlType t) {
     case GgmlType::kQ8_0: return "q8_0";
     case GgmlType::kQ4_K: return "q4_k";
     case GgmlType::kQ6_K: return "q6_k";
+    case GgmlType::kQ5_K: return "q5_k";
+    case GgmlType::kBF16: return "bf16";
+    case GgmlType::kIQ4_NL: return "iq4_nl";
     default: return nullptr;
   }
 }
 
-bool is_block_type(GgmlType t) { return t != GgmlType::kF32 && t != GgmlType::kF16; }
+bool is_block_type(GgmlType t) {
+  return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
+}
 
 // Whether input `in` can feed an F32 slot: F32 values, or a weight the host converts on upload.
 bool f32_slot(const graph::Graph& g, NodeId in, std::string* why) {

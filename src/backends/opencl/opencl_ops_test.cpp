@@ -44,8 +44,8 @@ class OpenclMatMul : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(OpenclMatMul, MatchesReference) {
   const GgmlType t = GetParam();
-  const bool k_quant = t == GgmlType::kQ4_K || t == GgmlType::kQ6_K;
-  const bool block = t != GgmlType::kF32 && t != GgmlType::kF16;
+  const bool k_quant = t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
+  const bool block = t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
   // K not a multiple of 256 where the format allows; odd K for F32 / F16.
   const int64_t k = k_quant ? 512 : block ? 352 : 75;
   for (int64_t m : {1, 37}) {
@@ -53,7 +53,7 @@ TEST_P(OpenclMatMul, MatchesReference) {
     const NodeId w = c.weight(t, k, 45);
     const NodeId x = c.input({k, m, 1, 1});
     const NodeId y = c.op(OpKind::kMatMul, {w, x});
-    const double bound = t == GgmlType::kF32 ? kF32Bound : kQuantBound;
+    const double bound = t == GgmlType::kF32 ? kF32Bound : kQuantBound;  // see the top
     EXPECT_LE(compare(c, y, "matmul " + std::string(ggml_type_name(t)) + " M=" + std::to_string(m)),
               bound);
   }
@@ -62,15 +62,17 @@ TEST_P(OpenclMatMul, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Types, OpenclMatMul,
                          ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kQ4_0,
                                            GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_K,
-                                           GgmlType::kQ6_K),
+                                           GgmlType::kQ6_K, GgmlType::kQ5_K, GgmlType::kBF16,
+                                           GgmlType::kIQ4_NL),
                          [](const auto& i) { return std::string(ggml_type_name(i.param)); });
 
 class OpenclEmbedding : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(OpenclEmbedding, IsBitIdentical) {
   const GgmlType t = GetParam();
-  const bool k_quant = t == GgmlType::kQ4_K || t == GgmlType::kQ6_K;
-  const int64_t e = k_quant ? 256 : t == GgmlType::kF32 || t == GgmlType::kF16 ? 37 : 96;
+  const bool k_quant = t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K;
+  const bool elems = t == GgmlType::kF32 || t == GgmlType::kF16 || t == GgmlType::kBF16;
+  const int64_t e = k_quant ? 256 : elems ? 37 : 96;
   Case c;
   const NodeId table = c.weight(t, e, 50);
   const NodeId ids = c.ints({3, 0, 49, 7, 7, 21, 3});
@@ -81,7 +83,8 @@ TEST_P(OpenclEmbedding, IsBitIdentical) {
 INSTANTIATE_TEST_SUITE_P(Types, OpenclEmbedding,
                          ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kQ4_0,
                                            GgmlType::kQ5_0, GgmlType::kQ8_0, GgmlType::kQ4_K,
-                                           GgmlType::kQ6_K),
+                                           GgmlType::kQ6_K, GgmlType::kQ5_K, GgmlType::kBF16,
+                                           GgmlType::kIQ4_NL),
                          [](const auto& i) { return std::string(ggml_type_name(i.param)); });
 
 TEST(OpenclOps, EmbeddingIdOutOfRangeIsAnErrorNamingTheNode) {

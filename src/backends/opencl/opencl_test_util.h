@@ -84,6 +84,12 @@ struct Case {
   graph::NodeId weight(GgmlType t, int64_t ne0, int64_t ne1 = 1, float sigma = 0.5f) {
     const graph::NodeId id = g.add_weight(graph::make_desc(t, ne0, ne1), "w");
     const size_t row = quant::testing::row_bytes(t, sz(ne0));
+    if (!quant::can_quantize(t)) {  // e.g. IQ4_NL: random blocks with finite scales
+      bytes.push_back(
+          quant::testing::random_blocks(t, row * sz(ne1) / traits(t).type_size, 0.05f, seed++));
+      b.bind_weight(id, t, bytes.back());
+      return id;
+    }
     const auto f = quant::testing::gaussian(sz(ne0 * ne1), sigma, seed++);
     std::vector<uint8_t> out(row * sz(ne1));
     for (size_t r = 0; r < sz(ne1); ++r) {

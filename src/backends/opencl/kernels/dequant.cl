@@ -68,3 +68,32 @@ inline void deq_q6_k(global const uchar* row, int u, float* y) {
     y[l] = dl * (float)((low | (high << 4)) - 32);
   }
 }
+
+inline void deq_q5_k(global const uchar* row, int u, float* y) {
+  global const uchar* b = row + (size_t)(u / 8) * 176;
+  const int s = u % 8, c = s / 2, h = s % 2;
+  const float d = ld_half(b), dmin = ld_half(b + 2);
+  int sc, mn;
+  scale_min_k4(s, b + 4, &sc, &mn);
+  const float dl = d * (float)sc;
+  const float ml = dmin * (float)mn;
+  global const uchar* qh = b + 16;
+  global const uchar* qs = b + 48 + 32 * c;
+  for (int l = 0; l < 32; ++l) {
+    const int q = ((qs[l] >> (4 * h)) & 0xF) | (((qh[l] >> s) & 1) << 4);
+    y[l] = dl * (float)q - ml;
+  }
+}
+
+constant char kIq4nlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                  1,    13,   25,  38,  53,  69,  89,  113};
+
+inline void deq_iq4_nl(global const uchar* row, int u, float* y) {
+  global const uchar* b = row + (size_t)u * 18;
+  const float d = ld_half(b);
+  for (int j = 0; j < 16; ++j) {
+    const uchar q = b[2 + j];
+    y[j] = d * (float)kIq4nlValues[q & 0xF];
+    y[j + 16] = d * (float)kIq4nlValues[q >> 4];
+  }
+}

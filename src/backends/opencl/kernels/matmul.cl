@@ -43,6 +43,8 @@ GENIEX_MM_BLOCKS(matmul_q5_0, deq_q5_0)
 GENIEX_MM_BLOCKS(matmul_q8_0, deq_q8_0)
 GENIEX_MM_BLOCKS(matmul_q4_k, deq_q4_k)
 GENIEX_MM_BLOCKS(matmul_q6_k, deq_q6_k)
+GENIEX_MM_BLOCKS(matmul_q5_k, deq_q5_k)
+GENIEX_MM_BLOCKS(matmul_iq4_nl, deq_iq4_nl)
 
 #define GENIEX_MM_ELEMS(NAME, LOAD)                                                             \
   kernel void NAME(global const uchar* w, ulong row_bytes, global const float* x,               \
@@ -60,8 +62,10 @@ GENIEX_MM_BLOCKS(matmul_q6_k, deq_q6_k)
 
 #define GENIEX_LOAD_F32(row, k) (((global const float*)(row))[k])
 #define GENIEX_LOAD_F16(row, k) vload_half((k), (global const half*)(row))
+#define GENIEX_LOAD_BF16(row, k) as_float((uint)(((global const ushort*)(row))[k]) << 16)
 GENIEX_MM_ELEMS(matmul_f32, GENIEX_LOAD_F32)
 GENIEX_MM_ELEMS(matmul_f16, GENIEX_LOAD_F16)
+GENIEX_MM_ELEMS(matmul_bf16, GENIEX_LOAD_BF16)
 
 // out[t, :] = dequantized row ids[t] of the table (ids checked on the host). One work-item per
 // 32-element unit (block types) or per element (F32 / F16).
@@ -79,6 +83,8 @@ GENIEX_EMBED_BLOCKS(embed_q5_0, deq_q5_0)
 GENIEX_EMBED_BLOCKS(embed_q8_0, deq_q8_0)
 GENIEX_EMBED_BLOCKS(embed_q4_k, deq_q4_k)
 GENIEX_EMBED_BLOCKS(embed_q6_k, deq_q6_k)
+GENIEX_EMBED_BLOCKS(embed_q5_k, deq_q5_k)
+GENIEX_EMBED_BLOCKS(embed_iq4_nl, deq_iq4_nl)
 
 #define GENIEX_EMBED_ELEMS(NAME, LOAD)                                                          \
   kernel void NAME(global const uchar* table, ulong row_bytes, global const int* ids,           \
@@ -88,3 +94,4 @@ GENIEX_EMBED_BLOCKS(embed_q6_k, deq_q6_k)
   }
 GENIEX_EMBED_ELEMS(embed_f32, GENIEX_LOAD_F32)
 GENIEX_EMBED_ELEMS(embed_f16, GENIEX_LOAD_F16)
+GENIEX_EMBED_ELEMS(embed_bf16, GENIEX_LOAD_BF16)
