@@ -95,6 +95,8 @@ class OpenclBackend final : public Backend {
   Status op_embedding(const graph::Graph& g, graph::NodeId id);
   Status op_attention(const graph::Graph& g, graph::NodeId id);
   Status op_cache_write(const graph::Graph& g, graph::NodeId id);
+  Status cache_write_blocks(const graph::Graph& g, graph::NodeId id, cl_mem src,
+                            std::span<const int32_t> slots);
   Result<cl_mem> f32_of(const graph::Graph& g, graph::NodeId id);
   [[nodiscard]] std::span<const int32_t> host_i32(graph::NodeId id) const;
 

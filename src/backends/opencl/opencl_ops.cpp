@@ -48,7 +48,18 @@ bool f32_slot(const graph::Graph& g, NodeId in, std::string* why) {
   return false;
 }
 
-constexpr int64_t kAttentionMaxHead = 512;  // ATT_DMAX in attention.cl
+constexpr int64_t kAttentionMaxHead = 512;
+
+// The K / V type codes of attention.cl's kv_load, or -1.
+int kv_type_code(GgmlType t) {
+  switch (t) {
+    case GgmlType::kF32: return 0;
+    case GgmlType::kF16: return 1;
+    case GgmlType::kQ8_0: return 2;
+    case GgmlType::kQ4_0: return 3;
+    default: return -1;
+  }
+}  // ATT_DMAX in attention.cl
 
 }  // namespace
 
@@ -73,10 +84,9 @@ OpSupport OpenclBackend::supports(const graph::Graph& g, NodeId id) const {
     }
     case OpKind::kAttention: {
       for (size_t i : {size_t{1}, size_t{2}}) {
-        const GgmlType t = desc(i).dtype;
-        if (t != GgmlType::kF32 && t != GgmlType::kF16) {
-          return {Support::kUnsupported,
-                  std::string(ggml_type_name(t)) + " KV caches are not supported (F32 / F16 only)"};
+        if (kv_type_code(desc(i).dtype) < 0) {
+          return {Support::kUnsupported, std::string(ggml_type_name(desc(i).dtype)) +
+                                             " K/V is not supported (F32, F16, Q8_0, Q4_0)"};
         }
       }
       if (desc(0).ne[0] > kAttentionMaxHead || desc(2).ne[0] > kAttentionMaxHead) {
@@ -89,10 +99,9 @@ OpSupport OpenclBackend::supports(const graph::Graph& g, NodeId id) const {
       return {Support::kNative, {}};
     }
     case OpKind::kCacheWrite: {
-      const GgmlType t = desc(0).dtype;
-      if (t != GgmlType::kF32 && t != GgmlType::kF16) {
-        return {Support::kUnsupported,
-                std::string(ggml_type_name(t)) + " states are not supported (F32 / F16 only)"};
+      if (kv_type_code(desc(0).dtype) < 0) {
+        return {Support::kUnsupported, std::string(ggml_type_name(desc(0).dtype)) +
+                                           " states are not supported (F32, F16, Q8_0, Q4_0)"};
       }
       first_f32 = 1;
       break;
@@ -297,13 +306,41 @@ Status OpenclBackend::op_attention(const graph::Graph& g, NodeId id) {
   const cl_int has_seg = paging.q_seg.empty() ? 0 : 1;
   const cl_mem rows = has_rows ? plan_->mem[in[5]] : dummy_.get();
   const cl_mem seg = has_seg ? plan_->mem[in[6]] : dummy_.get();
-  const cl_int k_f16 = desc(1).dtype == GgmlType::kF16 ? 1 : 0;
-  const cl_int v_f16 = desc(2).dtype == GgmlType::kF16 ? 1 : 0;
+  const cl_int k_type = kv_type_code(desc(1).dtype);
+  const cl_int v_type = kv_type_code(desc(2).dtype);
   return launch("attention_f32", {sz(d.n_head) * wg_, sz(d.n_q), 1}, {wg_, 1, 1}, q, kv[0], kv[1],
                 plan_->mem[in[3]], plan_->mem[in[4]], rows, has_rows, seg, has_seg, vals_[id].f32,
-                ci(d.head_dim), ci(d.head_dim_v), ci(d.n_kv_head), ci(d.n_kv), k_f16, v_f16,
+                ci(d.head_dim), ci(d.head_dim_v), ci(d.n_kv_head), ci(d.n_kv), k_type, v_type,
                 cl_float{a.scale}, cl_int{a.causal ? 1 : 0}, cl_int{a.sliding_window},
                 cl_float{a.softcap});
+}
+
+// Q8_0 / Q4_0 states are quantized on the host with quant::quantize_row (byte-identical to the
+// reference): the batch's rows are read back as f32 and only the host state is written. The
+// device copy of those rows is refreshed from the host before an attention reads them.
+Status OpenclBackend::cache_write_blocks(const graph::Graph& g, NodeId id, cl_mem src,
+                                         std::span<const int32_t> slots) {
+  const Node& n = g.node(id);
+  const NodeId st = n.inputs[0];
+  NodeId base = st;
+  while (g.node(base).role == NodeRole::kOp) base = g.node(base).inputs[0];
+  const auto& sd = g.node(st).desc;
+  const int64_t row = sd.ne[0] * sd.ne[1];
+  const size_t row_bytes = *ggml_row_bytes(sd.dtype, static_cast<uint64_t>(row));
+  std::vector<float> rows(slots.size() * sz(row));
+  const cl_int err = api_->clEnqueueReadBuffer(
+      queue_.get(), src, CL_TRUE, 0, rows.size() * sizeof(float), rows.data(), 0, nullptr, nullptr);
+  if (err != CL_SUCCESS) return cl_status(err, "reading the rows to quantize");
+  stats_.bytes_downloaded += rows.size() * sizeof(float);
+  run_down_ += rows.size() * sizeof(float);
+  const std::span<uint8_t> host = host_state_[base];
+  for (size_t t = 0; t < slots.size(); ++t) {
+    GENIEX_TRY(quant::quantize_row(sd.dtype,
+                                   std::span<const float>(rows).subspan(t * sz(row), sz(row)),
+                                   host.subspan(sz(slots[t]) * row_bytes, row_bytes)));
+  }
+  vals_[id] = vals_[st];
+  return {};
 }
 
 // Writes the rows on the device, then reads exactly those rows back into the host state (the
@@ -326,6 +363,9 @@ Status OpenclBackend::op_cache_write(const graph::Graph& g, NodeId id) {
   }
   GENIEX_ASSIGN_OR_RETURN(cl_mem src, f32_of(g, n.inputs[1]));
   const int64_t row = sd.ne[0] * sd.ne[1];
+  if (sd.dtype != GgmlType::kF32 && sd.dtype != GgmlType::kF16) {
+    return cache_write_blocks(g, id, src, slots);
+  }
   cl_mem state = vals_[st].raw;
   const cl_int f16 = sd.dtype == GgmlType::kF16 ? 1 : 0;
   GENIEX_TRY(launch("cache_write", {sz(row), slots.size(), 1}, {0, 0, 0}, src, state,

@@ -5,11 +5,15 @@
 // * matmul with F16 / block weights: 1e-3 — the reference quantizes activations to Q8_0 / Q8_K
 //   (F16 for F16 weights) while the kernels keep them f32; measured ~1e-5 (Q8_0 / Q8_K rounding);
 // * attention over an F16 cache: 1e-5 (the kernel reads the same f16 values as the reference);
-// * CacheWrite: the host state bytes equal the reference's (F32 copy, F16 round-to-nearest-even).
+// * attention over Q8_0 / Q4_0 caches: 1e-3 (the reference quantizes q to Q8_0 as llama.cpp
+//   does; the kernel keeps q in f32), measured ~1e-5;
+// * CacheWrite: the host state bytes equal the reference's (F32 copy, F16 round-to-nearest-even,
+//   Q8_0 / Q4_0 through quant::quantize_row on the host).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "backends/opencl/opencl_test_util.h"
@@ -216,6 +220,7 @@ TEST(OpenclOps, AddMulBroadcastReshapeGetRows) {
 // One attention problem: q [d, hq, tq], k / v [d, hkv, rows] of `kv_type`.
 struct AttnSpec {
   GgmlType kv_type = GgmlType::kF32;
+  std::optional<GgmlType> v_type;  // unset: kv_type
   int64_t d = 64, hq = 4, hkv = 2, tq = 1;
   int64_t tk = 0;  // key list length (0: tq + 11)
   bool paged = false, segments = false;
@@ -228,22 +233,21 @@ double run_attention(const AttnSpec& s, const std::string& what) {
   const int64_t tk = s.tk != 0 ? s.tk : s.tq + 11;
   const int64_t rows = s.paged ? tk + 9 : tk;
   const NodeId q = c.input({s.d, s.hq, s.tq, 1});
-  auto kv = [&](uint32_t seed) {
-    const NodeId id = c.g.add_state(graph::make_desc(s.kv_type, s.d, s.hkv, rows), "kv");
+  auto kv = [&](GgmlType t, uint32_t seed) {
+    const NodeId id = c.g.add_state(graph::make_desc(t, s.d, s.hkv, rows), "kv");
     const auto f = quant::testing::gaussian(sz(s.d * s.hkv * rows), 1.0f, seed);
-    const size_t rb = quant::testing::row_bytes(s.kv_type, sz(s.d * s.hkv));
+    const size_t rb = quant::testing::row_bytes(t, sz(s.d * s.hkv));
     std::vector<uint8_t> bytes(rb * sz(rows));
     for (size_t r = 0; r < sz(rows); ++r) {
-      EXPECT_TRUE(quant::quantize_row(s.kv_type,
-                                      std::span(f).subspan(r * sz(s.d * s.hkv), sz(s.d * s.hkv)),
+      EXPECT_TRUE(quant::quantize_row(t, std::span(f).subspan(r * sz(s.d * s.hkv), sz(s.d * s.hkv)),
                                       std::span(bytes).subspan(r * rb, rb))
                       .ok());
     }
     c.bytes.push_back(std::move(bytes));
-    c.b.bind_state(id, s.kv_type, c.bytes.back());
+    c.b.bind_state(id, t, c.bytes.back());
     return id;
   };
-  const NodeId k = kv(101), v = kv(202);
+  const NodeId k = kv(s.kv_type, 101), v = kv(s.v_type.value_or(s.kv_type), 202);
   // Query i of a batch at positions after the cached prefix; keys 0..tk-1, in list order.
   std::vector<int32_t> q_pos(sz(s.tq)), k_pos(sz(tk));
   for (int64_t i = 0; i < s.tq; ++i) q_pos[sz(i)] = static_cast<int32_t>(tk - s.tq + i);
@@ -315,26 +319,55 @@ TEST(OpenclOps, Attention) {
   }
 }
 
-TEST(OpenclOps, AttentionOverAQuantizedCacheIsUnsupported) {
+// Q8_0 / Q4_0 caches: the reference follows llama.cpp (q quantized to Q8_0 for the q.k dots);
+// the kernel dequantizes k and v and keeps q in f32, so the bound is the quantized one.
+TEST(OpenclOps, AttentionOverAQuantizedCache) {
+  struct Kv {
+    GgmlType k, v;
+  };
+  for (Kv t : {Kv{GgmlType::kQ8_0, GgmlType::kQ8_0}, Kv{GgmlType::kQ4_0, GgmlType::kQ4_0},
+               Kv{GgmlType::kQ8_0, GgmlType::kQ4_0}}) {
+    const std::string ty =
+        std::string(ggml_type_name(t.k)) + "/" + std::string(ggml_type_name(t.v)) + " ";
+    AttnSpec s;
+    s.kv_type = t.k;
+    s.v_type = t.v;
+    s.params.scale = 0.125f;
+    for (int64_t tq : {1, 37}) {
+      s.tq = tq;
+      EXPECT_LE(run_attention(s, "attention " + ty + "T=" + std::to_string(tq)), kQuantBound);
+    }
+    s.tk = 150;
+    s.paged = s.segments = true;
+    s.params.softcap = 4.0f;
+    s.params.sliding_window = 40;
+    EXPECT_LE(run_attention(s, "attention " + ty + "paged 2 seq window softcap"), kQuantBound);
+  }
+}
+
+TEST(OpenclOps, UnsupportedWeightTypeSaysWhy) {
   Case c;
-  const NodeId q = c.input({32, 2, 1, 1});
-  const NodeId k = c.g.add_state(graph::make_desc(GgmlType::kQ8_0, 32, 2, 4), "k");
-  const NodeId v = c.g.add_state(graph::make_desc(GgmlType::kQ8_0, 32, 2, 4), "v");
-  const NodeId y = c.op(OpKind::kAttention, {q, k, v, c.ints({3}), c.ints({0, 1, 2, 3})});
+  const NodeId w = c.weight(GgmlType::kQ2_K, 256, 4);
+  const NodeId y = c.op(OpKind::kMatMul, {w, c.input({256, 1, 1, 1})});
   const OpSupport s = shared_backend().supports(c.g, y);
   EXPECT_EQ(s.level, Support::kUnsupported);
-  EXPECT_NE(s.reason.find("Q8_0"), std::string::npos) << s.reason;
+  EXPECT_EQ(s.reason, "no matmul kernel for Q2_K");
+  std::vector<float> out(4);
+  c.b.bind_output(y, out);
+  const Status st = shared_backend().run(c.g, c.b);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("Q2_K"), std::string::npos) << st.message();
 }
 
 TEST(OpenclOps, CacheWriteMatchesReferenceBytes) {
-  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16}) {
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     Case c;
     const int64_t rows = 11;
-    const NodeId st = c.g.add_state(graph::make_desc(t, 16, 3, rows), "cache");
-    const size_t rb = quant::testing::row_bytes(t, 48);
+    const NodeId st = c.g.add_state(graph::make_desc(t, 32, 3, rows), "cache");
+    const size_t rb = quant::testing::row_bytes(t, 96);
     std::vector<uint8_t> host(rb * sz(rows) + 7, 0xAB);  // longer than needed: room to grow
     std::vector<uint8_t> ref = host;
-    const NodeId src = c.input({16, 3, 4, 1});
+    const NodeId src = c.input({32, 3, 4, 1});
     const NodeId cw = c.op(OpKind::kCacheWrite, {st, src, c.ints({7, 0, 10, 3}, "slots")});
     const NodeId y = c.op(OpKind::kScale, {c.input({4, 1, 1, 1})}, scale_params(1.0f));
     (void)cw;

@@ -1,19 +1,30 @@
-// Attention over F32 / F16 k and v with paging (k_rows, q_seg), causal / sliding-window masks,
+// Attention over F32 / F16 / Q8_0 / Q4_0 k and v with paging (k_rows, q_seg), causal / sliding-window masks,
 // softcap and GQA. One work-group per (query head, query token): keys are scored WG at a time
 // (one key per work-item, q in local memory), then an online softmax folds each chunk into
 // per-thread output columns (work-item c owns columns c, c + WG, ...). f32 throughout.
 #define ATT_DMAX 512
 #define ATT_COLS ((ATT_DMAX + WG - 1) / WG)
 
-inline float kv_load(global const uchar* p, int f16, size_t idx) {
-  return f16 ? vload_half(idx, (global const half*)p) : ((global const float*)p)[idx];
+// Element idx of a K / V tensor of type kt: 0 F32, 1 F16, 2 Q8_0, 3 Q4_0 (every head row is whole
+// 32-element blocks, so element idx lives in block idx / 32).
+inline float kv_load(global const uchar* p, int kt, size_t idx) {
+  if (kt == 0) return ((global const float*)p)[idx];
+  if (kt == 1) return vload_half(idx, (global const half*)p);
+  const int j = (int)(idx % 32);
+  if (kt == 2) {
+    global const uchar* b = p + (idx / 32) * 34;
+    return (float)((char)b[2 + j]) * ld_half(b);
+  }
+  global const uchar* b = p + (idx / 32) * 18;
+  const int q = j < 16 ? (b[2 + j] & 0xF) : (b[2 + j - 16] >> 4);
+  return ld_half(b) * (float)(q - 8);
 }
 
 kernel void attention_f32(global const float* q, global const uchar* k, global const uchar* v,
                           global const int* q_pos, global const int* k_pos,
                           global const int* k_rows, int has_rows, global const int* q_seg,
                           int has_seg, global float* out, int d, int dv, int n_kv_head, int n_kv,
-                          int k_f16, int v_f16, float scale, int causal, int window,
+                          int k_type, int v_type, float scale, int causal, int window,
                           float softcap) {
   local float qs[ATT_DMAX];
   local float sc[WG];
@@ -41,7 +52,7 @@ kernel void attention_f32(global const float* q, global const uchar* k, global c
         const size_t row = (size_t)(has_rows ? k_rows[j] : j);
         const size_t base = (row * n_kv_head + kvh) * d;
         float dot = 0.0f;
-        for (int i = 0; i < d; ++i) dot += qs[i] * kv_load(k, k_f16, base + i);
+        for (int i = 0; i < d; ++i) dot += qs[i] * kv_load(k, k_type, base + i);
         score = dot * scale;
         if (softcap > 0.0f) score = softcap * tanh(score / softcap);
       }
@@ -64,7 +75,7 @@ kernel void attention_f32(global const float* q, global const uchar* k, global c
       const size_t base = (row * n_kv_head + kvh) * dv;
       for (int c = 0; c < ATT_COLS; ++c) {
         const int i = lid + c * WG;
-        if (i < dv) acc[c] += p * kv_load(v, v_f16, base + i);
+        if (i < dv) acc[c] += p * kv_load(v, v_type, base + i);
       }
     }
     m_run = m_new;
