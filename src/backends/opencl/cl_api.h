@@ -27,7 +27,8 @@ struct ClApi {
   X(clCreateContext)                                                                               \
   X(clReleaseContext)                                                                              \
   X(clCreateCommandQueue)                                                                          \
-  X(clReleaseCommandQueue) X(clCreateBuffer) X(clReleaseMemObject) X(clCreateProgramWithSource)    \
+  X(clReleaseCommandQueue)                                                                         \
+  X(clCreateBuffer) X(clReleaseMemObject) X(clCreateProgramWithSource)                             \
       X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramBuildInfo) X(clGetProgramInfo)  \
           X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg)               \
               X(clEnqueueNDRangeKernel) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clFinish) \

@@ -157,6 +157,19 @@ TEST(OpenclOps, Rope) {
   }
 }
 
+// Angles are f32 in the kernel (double in the reference): the error grows with the position.
+TEST(OpenclOps, RopeAtLargePositions) {
+  Case c;
+  const NodeId x = c.input({128, 2, 37, 1});
+  std::vector<int32_t> pos(37);
+  std::iota(pos.begin(), pos.end(), 32000);
+  OpParams p;
+  p.rope.mode = graph::RopeMode::kNeox;
+  p.rope.base = 1000000.0f;
+  const NodeId y = c.op(OpKind::kRope, {x, c.ints(pos, "pos")}, p);
+  EXPECT_LE(compare(c, y, "rope neox positions 32000..32036"), kF32Bound);
+}
+
 TEST(OpenclOps, ElementWise) {
   struct U {
     OpKind k;
