@@ -19,20 +19,35 @@ namespace geniex::backends::opencl {
 /// Entry points of the OpenCL 1.2 C API, resolved from the loader with dlsym.
 struct ClApi {
 #define GENIEX_CL_FN(name) decltype(&::name) name = nullptr;
-#define GENIEX_CL_FUNCTIONS(X)                                                                     \
-  X(clGetPlatformIDs)                                                                              \
-  X(clGetPlatformInfo)                                                                             \
-  X(clGetDeviceIDs)                                                                                \
-  X(clGetDeviceInfo)                                                                               \
-  X(clCreateContext)                                                                               \
-  X(clReleaseContext)                                                                              \
-  X(clCreateCommandQueue)                                                                          \
-  X(clReleaseCommandQueue)                                                                         \
-  X(clCreateBuffer) X(clReleaseMemObject) X(clCreateProgramWithSource)                             \
-      X(clCreateProgramWithBinary) X(clBuildProgram) X(clGetProgramBuildInfo) X(clGetProgramInfo)  \
-          X(clReleaseProgram) X(clCreateKernel) X(clReleaseKernel) X(clSetKernelArg)               \
-              X(clEnqueueNDRangeKernel) X(clEnqueueWriteBuffer) X(clEnqueueReadBuffer) X(clFinish) \
-                  X(clGetEventProfilingInfo) X(clReleaseEvent) X(clGetKernelWorkGroupInfo)
+// clang-format off
+#define GENIEX_CL_FUNCTIONS(X) \
+  X(clGetPlatformIDs) \
+  X(clGetPlatformInfo) \
+  X(clGetDeviceIDs) \
+  X(clGetDeviceInfo) \
+  X(clCreateContext) \
+  X(clReleaseContext) \
+  X(clCreateCommandQueue) \
+  X(clReleaseCommandQueue) \
+  X(clCreateBuffer) \
+  X(clReleaseMemObject) \
+  X(clCreateProgramWithSource) \
+  X(clCreateProgramWithBinary) \
+  X(clBuildProgram) \
+  X(clGetProgramBuildInfo) \
+  X(clGetProgramInfo) \
+  X(clReleaseProgram) \
+  X(clCreateKernel) \
+  X(clReleaseKernel) \
+  X(clSetKernelArg) \
+  X(clEnqueueNDRangeKernel) \
+  X(clEnqueueWriteBuffer) \
+  X(clEnqueueReadBuffer) \
+  X(clFinish) \
+  X(clGetEventProfilingInfo) \
+  X(clReleaseEvent) \
+  X(clGetKernelWorkGroupInfo)
+  // clang-format on
   GENIEX_CL_FUNCTIONS(GENIEX_CL_FN)
 #undef GENIEX_CL_FN
   std::string library;  ///< the file name that was loaded
