@@ -103,6 +103,8 @@ SlotPlan plan_slots(const graph::Graph& g, const std::vector<NodeId>& outputs) {
   return p;
 }
 
+constexpr size_t kMaxStagingBytes = size_t{64} << 20;
+
 constexpr const char* kKernelNames[] = {
     "matmul_q4_0",   "matmul_q5_0",  "matmul_q8_0", "matmul_q4_k", "matmul_q5_k",  "matmul_q6_k",
     "matmul_iq4_nl", "matmul_f32",   "matmul_f16",  "matmul_bf16", "embed_q4_0",   "embed_q5_0",
@@ -496,6 +498,11 @@ Status OpenclBackend::run(const graph::Graph& g, const graph::Bindings& bindings
   }
   events_.clear();
   staging_used_ = 0;
+  // Staging copies keep their capacity for the next run, unless that would pin a lot of host
+  // memory (long KV contexts upload many rows).
+  size_t staged = 0;
+  for (const auto& v : staging_) staged += v.capacity();
+  if (staged > kMaxStagingBytes) staging_.clear();
   plan_ = nullptr;
   stats_.last_device_ms = ms;
   stats_.device_ms += ms;

@@ -148,6 +148,9 @@ TEST(OpenclGraph, HostStateIsTheTruthAndWeightsUploadOnce) {
   const OpenclStats s1 = *opencl_stats(b);
   EXPECT_GT(s1.last_bytes_uploaded, 0u);
   EXPECT_GT(s1.last_bytes_downloaded, 0u);
+  EXPECT_GT(s1.last_device_ms, 0.0);  // profiling events
+  EXPECT_GT(s1.kernels, 0u);
+  EXPECT_GT(s1.device_bytes_in_use, s1.weight_bytes_uploaded);
 
   // The host changes rows the attention reads (e.g. another sequence's prefix was paged in),
   // and the cache moves to another address (spill / paged pool).
