@@ -278,6 +278,27 @@ TEST(OpenclGraph, MemoryLimitIsResourceExhaustedAndTheBackendStaysUsable) {
   }
 }
 
+TEST(OpenclGraph, BadBindingsAreInvalidArgumentsNamingTheNode) {
+  Backend& b = shared_backend();
+  Case c;
+  const NodeId x = c.input({8, 2, 1, 1});
+  const NodeId lonely = c.g.add_input(graph::make_desc(GgmlType::kF32, 8, 2), "unbound");
+  const NodeId y = c.op(OpKind::kAdd, {x, lonely});
+  std::vector<float> out(16), short_out(3);
+  c.b.bind_output(y, out);
+  Status s = b.run(c.g, c.b);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'unbound'"), std::string::npos) << s.message();
+  std::vector<float> data(16, 1.0f);
+  c.b.bind_input(lonely, std::span<const float>(data));
+  c.b.bind_output(y, short_out);
+  s = b.run(c.g, c.b);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("output buffer"), std::string::npos) << s.message();
+  c.b.bind_output(y, out);
+  EXPECT_TRUE(b.run(c.g, c.b).ok());  // still usable
+}
+
 TEST(OpenclGraph, DeviceSelection) {
   auto devices = list_opencl_devices();
   ASSERT_TRUE(devices.ok()) << devices.status().to_string();
