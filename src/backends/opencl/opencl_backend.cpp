@@ -179,27 +179,36 @@ Status OpenclBackend::init(const OpenclBackendOptions& options) {
   max_alloc_ = max_alloc;
   limit_ =
       options.memory_limit_bytes != 0 ? options.memory_limit_bytes : device_.info.global_mem_bytes;
-  const std::string build_opts = "-cl-std=CL1.2 -DWG=" + std::to_string(wg_);
-  GENIEX_ASSIGN_OR_RETURN(auto built,
-                          build_program(*api_, ctx_.get(), dev, kernel_source(), build_opts,
-                                        device_.info.platform + "|" + device_.info.name + "|" +
-                                            device_.info.driver_version,
-                                        resolve_cache_dir(options.program_cache_dir)));
-  program_ = std::move(built.program);
-  stats_.program_from_cache = built.from_cache;
-  stats_.program_cache_written = built.cache_written;
-  for (const char* name : kKernelNames) {
-    auto k = cl_own(api_, api_->clCreateKernel(program_.get(), name, &err));
-    if (err != CL_SUCCESS) return cl_status(err, std::string("clCreateKernel ") + name);
-    size_t kwg = 0;
-    api_->clGetKernelWorkGroupInfo(k.get(), dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(kwg), &kwg,
-                                   nullptr);
-    if (kwg != 0 && kwg < wg_) {
-      return unimplemented("opencl: kernel " + std::string(name) + " allows work-groups of " +
-                           std::to_string(kwg) + " on " + device_.info.name + ", needs " +
-                           std::to_string(wg_));
+  // Kernels are compiled for one work-group size (-DWG). A kernel the driver limits to less
+  // (register pressure, e.g. on Adreno) makes us rebuild once with the smaller size.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const std::string build_opts = "-cl-std=CL1.2 -DWG=" + std::to_string(wg_);
+    GENIEX_ASSIGN_OR_RETURN(auto built,
+                            build_program(*api_, ctx_.get(), dev, kernel_source(), build_opts,
+                                          device_.info.platform + "|" + device_.info.name + "|" +
+                                              device_.info.driver_version,
+                                          resolve_cache_dir(options.program_cache_dir)));
+    kernels_.clear();
+    program_ = std::move(built.program);
+    stats_.program_from_cache = built.from_cache;
+    stats_.program_cache_written = built.cache_written;
+    size_t min_wg = wg_;
+    for (const char* name : kKernelNames) {
+      auto k = cl_own(api_, api_->clCreateKernel(program_.get(), name, &err));
+      if (err != CL_SUCCESS) return cl_status(err, std::string("clCreateKernel ") + name);
+      size_t kwg = 0;
+      api_->clGetKernelWorkGroupInfo(k.get(), dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(kwg), &kwg,
+                                     nullptr);
+      if (kwg != 0) min_wg = std::min(min_wg, kwg);
+      kernels_.emplace(name, std::move(k));
     }
-    kernels_.emplace(name, std::move(k));
+    if (min_wg >= wg_) break;
+    if (attempt == 1 || min_wg < 2) {
+      return unimplemented("opencl: " + device_.info.name + " allows work-groups of only " +
+                           std::to_string(min_wg) + " for the kernels (need " +
+                           std::to_string(wg_) + ")");
+    }
+    while (wg_ > min_wg) wg_ /= 2;
   }
   GENIEX_ASSIGN_OR_RETURN(dummy_, alloc(16, "a placeholder buffer"));
   return {};
