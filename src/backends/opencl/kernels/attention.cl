@@ -1,0 +1,88 @@
+// Attention over F32 / F16 / Q8_0 / Q4_0 k and v with paging (k_rows, q_seg), causal / sliding-window masks,
+// softcap and GQA. One work-group per (query head, query token): keys are scored WG at a time
+// (one key per work-item, q in local memory), then an online softmax folds each chunk into
+// per-thread output columns (work-item c owns columns c, c + WG, ...). f32 throughout.
+#define ATT_DMAX 512
+#define ATT_COLS ((ATT_DMAX + WG - 1) / WG)
+
+// Element idx of a K / V tensor of type kt: 0 F32, 1 F16, 2 Q8_0, 3 Q4_0 (every head row is whole
+// 32-element blocks, so element idx lives in block idx / 32).
+inline float kv_load(global const uchar* p, int kt, size_t idx) {
+  if (kt == 0) return ((global const float*)p)[idx];
+  if (kt == 1) return vload_half(idx, (global const half*)p);
+  const int j = (int)(idx % 32);
+  if (kt == 2) {
+    global const uchar* b = p + (idx / 32) * 34;
+    return (float)((char)b[2 + j]) * ld_half(b);
+  }
+  global const uchar* b = p + (idx / 32) * 18;
+  const int q = j < 16 ? (b[2 + j] & 0xF) : (b[2 + j - 16] >> 4);
+  return ld_half(b) * (float)(q - 8);
+}
+
+kernel void attention_f32(global const float* q, global const uchar* k, global const uchar* v,
+                          global const int* q_pos, global const int* k_pos,
+                          global const int* k_rows, int has_rows, global const int* q_seg,
+                          int has_seg, global float* out, int d, int dv, int n_kv_head, int n_kv,
+                          int k_type, int v_type, float scale, int causal, int window,
+                          float softcap) {
+  local float qs[ATT_DMAX];
+  local float sc[WG];
+  local float red[WG];
+  const int h = get_group_id(0), t = get_group_id(1), lid = get_local_id(0);
+  const int n_head = get_num_groups(0);
+  const int kvh = h / (n_head / n_kv_head);
+  global const float* qr = q + ((size_t)t * n_head + h) * d;
+  for (int i = lid; i < d; i += WG) qs[i] = qr[i];
+  const int seg_b = has_seg ? q_seg[2 * t] : 0;
+  const int seg_e = has_seg ? q_seg[2 * t + 1] : n_kv;
+  const int qp = q_pos[t];
+  float acc[ATT_COLS];
+  for (int c = 0; c < ATT_COLS; ++c) acc[c] = 0.0f;
+  float m_run = -INFINITY, s_run = 0.0f;
+  for (int j0 = seg_b; j0 < seg_e; j0 += WG) {
+    barrier(CLK_LOCAL_MEM_FENCE);  // q loaded / the previous chunk's scores consumed
+    const int j = j0 + lid;
+    float score = -INFINITY;
+    if (j < seg_e) {
+      const int kp = k_pos[j];
+      const bool visible = kp >= 0 && !(causal && kp > qp) &&
+                           !(window > 0 && (long)qp - (long)kp >= (long)window);
+      if (visible) {
+        const size_t row = (size_t)(has_rows ? k_rows[j] : j);
+        const size_t base = (row * n_kv_head + kvh) * d;
+        float dot = 0.0f;
+        for (int i = 0; i < d; ++i) dot += qs[i] * kv_load(k, k_type, base + i);
+        score = dot * scale;
+        if (softcap > 0.0f) score = softcap * tanh(score / softcap);
+      }
+    }
+    sc[lid] = score;
+    const float m_chunk = wg_max(score, red);  // its barriers publish sc[]
+    if (m_chunk == -INFINITY) continue;
+    const float m_new = fmax(m_run, m_chunk);
+    const float corr = exp(m_run - m_new);
+    s_run *= corr;
+    for (int c = 0; c < ATT_COLS; ++c) acc[c] *= corr;
+    const int n_chunk = min(WG, seg_e - j0);
+    for (int jj = 0; jj < n_chunk; ++jj) {
+      const float s = sc[jj];
+      if (s == -INFINITY) continue;
+      const float p = exp(s - m_new);
+      s_run += p;
+      const int jr = j0 + jj;
+      const size_t row = (size_t)(has_rows ? k_rows[jr] : jr);
+      const size_t base = (row * n_kv_head + kvh) * dv;
+      for (int c = 0; c < ATT_COLS; ++c) {
+        const int i = lid + c * WG;
+        if (i < dv) acc[c] += p * kv_load(v, v_type, base + i);
+      }
+    }
+    m_run = m_new;
+  }
+  global float* o = out + ((size_t)t * n_head + h) * dv;
+  for (int c = 0; c < ATT_COLS; ++c) {
+    const int i = lid + c * WG;
+    if (i < dv) o[i] = s_run > 0.0f ? acc[c] / s_run : 0.0f;
+  }
+}

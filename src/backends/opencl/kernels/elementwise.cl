@@ -1,0 +1,72 @@
+// Element-wise ops, one work-item per element; the global size is rounded up to whole
+// work-groups (a prime element count must not force work-groups of one), so each kernel checks
+// its index against n. Unary op codes: 0 GELU (tanh), 1 SiLU, 2 scale,
+// 3 softcap (p * tanh(x / p)).
+
+inline float gelu_tanh(float x) {
+  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  return 0.5f * x * (1.0f + tanh(k * (x + 0.044715f * x * x * x)));
+}
+
+inline float silu(float x) { return x / (1.0f + exp(-x)); }
+
+kernel void unary_f32(global const float* x, global float* y, int op, float p, ulong n) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  const float v = x[i];
+  float r;
+  switch (op) {
+    case 0: r = gelu_tanh(v); break;
+    case 1: r = silu(v); break;
+    case 2: r = v * p; break;
+    default: r = p * tanh(v / p); break;
+  }
+  y[i] = r;
+}
+
+// act(gate) * up; act 0: SiLU, 1: GELU-tanh.
+kernel void glu_f32(global const float* gate, global const float* up, global float* y, int act,
+                    ulong n) {
+  const size_t i = get_global_id(0);
+  if (i >= n) return;
+  const float g = gate[i];
+  y[i] = (act == 0 ? silu(g) : gelu_tanh(g)) * up[i];
+}
+
+// y = a (+|*) b with b broadcast along dims where its extent is 1; one work-item per element of
+// a. a_ne / b_ne: the four extents.
+kernel void binary_f32(global const float* a, global const float* b, global float* y, int mul,
+                       int4 a_ne, int4 b_ne, ulong n) {
+  const size_t idx = get_global_id(0);
+  if (idx >= n) return;
+  size_t r = idx;
+  const int i0 = (int)(r % (size_t)a_ne.x);
+  r /= (size_t)a_ne.x;
+  const int i1 = (int)(r % (size_t)a_ne.y);
+  r /= (size_t)a_ne.y;
+  const int i2 = (int)(r % (size_t)a_ne.z);
+  const int i3 = (int)(r / (size_t)a_ne.z);
+  const size_t j = ((((size_t)(i3 % b_ne.w) * b_ne.z + (size_t)(i2 % b_ne.z)) * b_ne.y +
+                     (size_t)(i1 % b_ne.y)) * b_ne.x) + (size_t)(i0 % b_ne.x);
+  y[idx] = mul ? a[idx] * b[j] : a[idx] + b[j];
+}
+
+// y[r, :] = x[idx[r], :] (indices checked on the host).
+kernel void get_rows_f32(global const float* x, global const int* idx, global float* y, int E) {
+  const int i = get_global_id(0), r = get_global_id(1);
+  y[(size_t)r * E + i] = x[(size_t)idx[r] * E + i];
+}
+
+// Writes src token t (row_elems floats) into state row slots[t], as F32 or F16 (round to
+// nearest even, like the host's fp32_to_fp16).
+kernel void cache_write(global const float* src, global uchar* state, global const int* slots,
+                        int row_elems, int f16) {
+  const int i = get_global_id(0), t = get_global_id(1);
+  const float v = src[(size_t)t * row_elems + i];
+  const size_t at = (size_t)slots[t] * row_elems + i;
+  if (f16) {
+    vstore_half_rte(v, at, (global half*)state);
+  } else {
+    ((global float*)state)[at] = v;
+  }
+}
