@@ -56,6 +56,7 @@ APT_PACKAGES=(
   g++-aarch64-linux-gnu qemu-user-static
   libgtest-dev googletest libbenchmark-dev
   libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
   chromium chromium-driver
   python3 python3-venv
 )

@@ -65,6 +65,8 @@ class Graph {
   void begin_stage(int32_t id, std::string label);
   /// Label of stage `id` ("" when never labelled).
   [[nodiscard]] std::string stage_label(int32_t id) const;
+  /// The stage nodes are added to now.
+  [[nodiscard]] int32_t current_stage() const { return stage_; }
   /// Number of distinct stages (max stage id + 1).
   [[nodiscard]] int32_t n_stages() const { return n_stages_; }
 

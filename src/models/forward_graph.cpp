@@ -27,13 +27,17 @@ class Builder {
     return id;
   }
 
-  Result<NodeId> op(OpKind kind, const std::vector<NodeId>& in, const OpParams& p = {}) {
-    return fg_.graph.add_op(kind, in, p);
+  // Ops are named after their stage ("layer 3") unless given a name (a matmul: its weight),
+  // so placement notes and errors say where an op sits.
+  Result<NodeId> op(OpKind kind, const std::vector<NodeId>& in, const OpParams& p = {},
+                    std::string name = {}) {
+    if (name.empty()) name = fg_.graph.stage_label(fg_.graph.current_stage());
+    return fg_.graph.add_op(kind, in, p, std::move(name));
   }
 
   // x·W (+ b when given).
   Result<NodeId> linear(NodeId x, const gguf::TensorInfo* w, const gguf::TensorInfo* b) {
-    GENIEX_ASSIGN_OR_RETURN(NodeId y, op(OpKind::kMatMul, {weight(w), x}));
+    GENIEX_ASSIGN_OR_RETURN(NodeId y, op(OpKind::kMatMul, {weight(w), x}, {}, w->name));
     if (b == nullptr) return y;
     return op(OpKind::kAdd, {y, weight(b)});
   }

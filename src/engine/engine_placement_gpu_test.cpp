@@ -1,0 +1,112 @@
+// The OpenCL backend through the public API (PoCL runs it on the CPU here, so the numbers are
+// about agreement, never speed): logits of whole-GPU and mixed GPU/NPU/CPU placements against
+// the CPU, and fallback when the GPU lacks an op or runs out of memory mid-run.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "engine/placement_test_util.h"
+#include "geniex/geniex.hpp"
+
+namespace geniex {
+namespace {
+
+using namespace placement_test;  // NOLINT
+
+Agreement logits_vs_cpu(const std::string& path, Device d, std::vector<std::string>* log,
+                        Model** keep = nullptr) {
+  Model cpu = load_on(path, Device::cpu());
+  static std::vector<Model> kept;
+  kept.push_back(load_on(path, d, log));
+  Model& other = kept.back();
+  if (keep != nullptr) *keep = &other;
+  const auto toks = some_tokens(256, cpu.info().n_vocab);
+  auto a = cpu.logits(toks);
+  auto b = other.logits(toks);
+  EXPECT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  if (!a.ok() || !b.ok()) return {};
+  return compare(*a, *b, static_cast<size_t>(cpu.info().n_vocab));
+}
+
+TEST(EnginePlacementGpu, WholeModelOnOpenclAgreesWithTheCpu) {
+  for (const std::string arch : {"llama", "qwen2", "gemma3"}) {
+    for (const std::string type : {"f32", "q8_0"}) {
+      SCOPED_TRACE(arch + " " + type);
+      std::vector<std::string> log;
+      Model* gpu = nullptr;
+      const Agreement ag = logits_vs_cpu(tiny(arch, type), Device::gpu(), &log, &gpu);
+      ASSERT_NE(gpu, nullptr);
+      EXPECT_NE(gpu->info().placement.find("whole model -> opencl("), std::string::npos)
+          << gpu->info().placement;
+      std::printf("[ measure ] %s %s: OpenCL vs CPU over 256 tokens: top-1 %.4f, KL %.2e\n",
+                  arch.c_str(), type.c_str(), ag.top1, ag.kl);
+      EXPECT_GE(ag.top1, 0.99);
+      EXPECT_LE(ag.kl, 0.01);
+    }
+  }
+}
+
+TEST(EnginePlacementGpu, AGpuLackingAnOpKeepsTheOtherStagesAndTheLogSaysWhy) {
+  // No Rope on the GPU: every layer moves to the CPU; embedding and output head stay on the GPU.
+  setenv("GENIEX_OPENCL_DISABLE", "Rope", 1);
+  std::vector<std::string> log;
+  Model* gpu = nullptr;
+  const Agreement ag = logits_vs_cpu(tiny("llama"), Device::gpu(), &log, &gpu);
+  unsetenv("GENIEX_OPENCL_DISABLE");
+  ASSERT_NE(gpu, nullptr);
+  const std::string& p = gpu->info().placement;
+  EXPECT_NE(p.find("embedding -> opencl("), std::string::npos) << p;
+  EXPECT_NE(p.find("layer 0 .. layer 2 -> cpu("), std::string::npos) << p;
+  EXPECT_NE(p.find("output -> opencl("), std::string::npos) << p;
+  EXPECT_NE(p.find("cannot run Rope"), std::string::npos) << p;
+  EXPECT_NE(p.find("disabled by options"), std::string::npos) << p;
+  EXPECT_GE(ag.top1, 0.99);
+  EXPECT_LE(ag.kl, 0.01);
+  bool copies = false;
+  for (const auto& t : gpu->stage_timings()) copies = copies || t.bytes_in > 0;
+  EXPECT_TRUE(copies) << "values crossed the GPU/CPU boundaries";
+}
+
+TEST(EnginePlacementGpu, AGpuOutOfMemoryMidRunFallsBackToTheCpu) {
+  // 64 KiB of device memory: the tiny model's weights do not fit; the first run fails with
+  // kResourceExhausted, the stages move to the CPU, and the answer equals the CPU's.
+  setenv("GENIEX_OPENCL_MEMORY_LIMIT", "65536", 1);
+  std::vector<std::string> log;
+  Model gpu = load_on(tiny("qwen2"), Device::gpu(), &log);
+  unsetenv("GENIEX_OPENCL_MEMORY_LIMIT");
+  Model cpu = load_on(tiny("qwen2"), Device::cpu());
+  const auto toks = some_tokens(30, cpu.info().n_vocab);
+  auto a = cpu.generate(std::span<const int32_t>(toks), greedy(12));
+  auto b = gpu.generate(std::span<const int32_t>(toks), greedy(12));
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  EXPECT_EQ(a->tokens, b->tokens);
+  EXPECT_GE(gpu.engine_stats().fallbacks, 1);
+  const std::string all = joined(log);
+  EXPECT_NE(all.find("moves off opencl("), std::string::npos) << all;
+}
+
+TEST(EnginePlacementGpu, NpuGpuAndCpuTogether) {
+  // Pinned NPU with an OpenCL device allowed (the filter admits PoCL's CPU device): the NPU has
+  // no Embedding, so the embedding runs on the GPU and the layers and head on the NPU.
+  setenv("GENIEX_OPENCL_DEVICE", "pthread", 1);
+  std::vector<std::string> log;
+  Model* mixed = nullptr;
+  const Agreement ag = logits_vs_cpu(tiny("gemma3"), Device::npu(), &log, &mixed);
+  unsetenv("GENIEX_OPENCL_DEVICE");
+  ASSERT_NE(mixed, nullptr);
+  const std::string& p = mixed->info().placement;
+  EXPECT_NE(p.find("embedding -> opencl("), std::string::npos) << p;
+  EXPECT_NE(p.find("-> npu(ref"), std::string::npos) << p;
+  std::printf(
+      "[ measure ] gemma3 tiny, embedding on OpenCL + layers on the reference NPU vs "
+      "CPU: top-1 %.4f, KL %.2e\n",
+      ag.top1, ag.kl);
+  EXPECT_GE(ag.top1, 0.95);
+  EXPECT_LE(ag.kl, 0.01);
+}
+
+}  // namespace
+}  // namespace geniex
