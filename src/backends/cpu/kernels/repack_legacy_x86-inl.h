@@ -20,6 +20,9 @@
 // Activation rows per pass over a group: 2 float accumulators each (the halves) plus an integer
 // chain (32 ymm registers with AVX-512 VL, 16 with AVX2).
 inline constexpr int kPackedColsX8 = GENIEX_X86_VNNI ? 8 : 4;
+#ifndef GENIEX_Q8_COLS
+#define GENIEX_Q8_COLS kPackedColsX8
+#endif
 
 // The 32 weight bytes of chunk j (0..3) of half h of a block, as fed to the integer dot: Q8_0
 // VNNI q + 128, Q8_0 AVX2 signed q, Q5_0 q + 16.
@@ -127,10 +130,11 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   const int64_t chunk =
       std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
+  constexpr int kCols = kQ8 ? GENIEX_Q8_COLS : kPackedColsX8;
   for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
     const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += kPackedColsX8) {
-      const int m = static_cast<int>(std::min<int64_t>(kPackedColsX8, nc - c0));
+    for (int64_t c0 = 0; c0 < nc; c0 += kCols) {
+      const int m = static_cast<int>(std::min<int64_t>(kCols, nc - c0));
       const uint8_t* rows[kPackedColsX8];
       for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
       for (int64_t g = g0; g < g1; ++g) {
@@ -139,10 +143,10 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
         float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
         switch (m) {
 #if GENIEX_X86_VNNI
-          case 8: x8_tile<kQ8, 8>(nb, wg, rows, o, out_stride, nrows); break;
-          case 7: x8_tile<kQ8, 7>(nb, wg, rows, o, out_stride, nrows); break;
-          case 6: x8_tile<kQ8, 6>(nb, wg, rows, o, out_stride, nrows); break;
-          case 5: x8_tile<kQ8, 5>(nb, wg, rows, o, out_stride, nrows); break;
+          case 8: x8_tile<kQ8, kCols == 8 ? 8 : 1>(nb, wg, rows, o, out_stride, nrows); break;
+          case 7: x8_tile<kQ8, kCols == 8 ? 7 : 1>(nb, wg, rows, o, out_stride, nrows); break;
+          case 6: x8_tile<kQ8, kCols == 8 ? 6 : 1>(nb, wg, rows, o, out_stride, nrows); break;
+          case 5: x8_tile<kQ8, kCols == 8 ? 5 : 1>(nb, wg, rows, o, out_stride, nrows); break;
 #endif
           case 4: x8_tile<kQ8, 4>(nb, wg, rows, o, out_stride, nrows); break;
           case 3: x8_tile<kQ8, 3>(nb, wg, rows, o, out_stride, nrows); break;
