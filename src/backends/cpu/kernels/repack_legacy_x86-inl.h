@@ -126,11 +126,11 @@ GENIEX_X86_TARGET inline void x8_tile(size_t nb, const uint8_t* w, const uint8_t
   }
 }
 
-// Up to 16 activation rows (server decode steps): tile by tile over all the groups, so a tile's
-// activation rows stay in L1 while the weights stream past (callers pass 64-256 rows, which L2
-// holds between tiles). More rows: groups in chunks of about 32 KiB, each reused from L1 by every
-// tile (see q4_0x8_gemm). Measured with bench/bench_matmul (Q8_0, 4096 x 2048, one thread): 8
-// rows 1.2 -> 0.6 ms, 16 rows 2.0 -> 1.2 ms against the chunked order; the same at 64 rows.
+// Groups in chunks of about 128 KiB (L2), and within a chunk tile by tile over its groups: a
+// tile's activation rows stay in L1 while the chunk's weights stream past from L2, and each chunk
+// comes from memory once for all tiles (a GEMV is one linear pass). Measured with
+// bench/bench_matmul (Q8_0, one thread, VNNI): against 32 KiB chunks taken group by group by
+// every tile, 4096 x 2048 with 8 rows 1.2 -> 0.6 ms and 16 rows 2.0 -> 1.2 ms.
 template <bool kQ8>
 GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
                                size_t a_stride, int64_t nc, float* out, size_t out_stride) {
@@ -138,8 +138,7 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
   const size_t gb = nb * (kQ8 ? detail::kQ8_0x8Block : detail::kQ5_0x8Block);
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   const int64_t chunk =
-      nc <= 16 ? ngroups
-               : std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
+      std::max<int64_t>(1, static_cast<int64_t>((128u << 10) / std::max<size_t>(1, gb)));
   // A tile's activation rows and its group are read once per block: keep them within L1
   // (32 KiB; 8 rows of K = 2048 are 22 KiB, a Q8_0 group 17 KiB), else take 4 rows per pass.
   const int64_t cols =
