@@ -2,12 +2,14 @@
 // the same per-ISA namespace. A 32-byte chunk holds 4 elements of each of 8 rows, so the dot with
 // the 4 matching activation bytes broadcast leaves row r's partial dot in lane r.
 //
-// Numerics: the row kernels of vec_dot_x86-inl.h (LegacyKernel::run, 2..4 weight rows) keep the
-// integer dots of a block's two halves (elements 0..15 and 16..31) apart and add each into its own
-// float accumulator, acc_h = fma(d_w * d_a, float(dot_h), acc_h), summing acc_0 + acc_1 at the
-// end. These kernels do the same, with the same exact integer halves and the same float
-// operations, so their results are bit-identical to the row kernels' GEMM tiles (and the same for
-// any number of activation rows: batch-invariant by construction).
+// Numerics: the results are bit-identical to the row kernels' (vec_dot_x86-inl.h) for the same
+// call, so repacking changes no output. GEMM (and GEMV under batch_invariant()) follows
+// LegacyKernel::run (2..4 weight rows): the integer dots of a block's two halves (elements 0..15
+// and 16..31) go into separate float accumulators, acc_h = fma(d_w * d_a, float(dot_h), acc_h),
+// summed acc_0 + acc_1 at the end. A GEMV otherwise follows LegacyKernel::run_gemv / gemm_rows
+// (x8_gemv_group): 8 accumulators per row (block position mod 4 x half, the first half's dot
+// carrying the whole block's offset correction), 4-element partial dots for the last nb % 4
+// blocks, its horizontal-sum order, and K chunks of kSumBlocks blocks for the offset types.
 //
 // Integer dots. Q8_0, AVX-512 VNNI: q + 128 (0..255) with vpdpbusd, the chain starting at the
 // activation's -128 * Σ correction of that half. Q8_0, AVX2: maddubs needs one unsigned operand
@@ -126,6 +128,88 @@ GENIEX_X86_TARGET inline void x8_tile(size_t nb, const uint8_t* w, const uint8_t
   }
 }
 
+// Integer dot of 4-byte groups, added to acc (int32 lanes; exact for the weights above).
+template <bool kQ8>
+GENIEX_X86_TARGET inline __m256i x8_dot(__m256i acc, __m256i q, __m256i av) {
+#if GENIEX_X86_VNNI
+  return _mm256_dpbusd_epi32(acc, q, av);
+#else
+  if constexpr (kQ8) {
+    return _mm256_add_epi32(acc, dot_i8_abs(_mm256_sign_epi8(q, q), q, av));
+  } else {
+    return _mm256_add_epi32(acc, dot_u8_i8(q, av));
+  }
+#endif
+}
+
+// One group x one activation row in LegacyKernel::run_gemv's order (see the top of this file):
+// A[k] / A[4 + k] take the first / second half of the blocks at position k mod 4 of a K chunk;
+// the chunk's last nb % 4 blocks add their 8 four-element dots to A[0..7]; a chunk's result is
+// ((A0 + A4) + (A2 + A6)) + ((A1 + A5) + (A3 + A7)) + 0, and chunk results are added in order.
+template <bool kQ8>
+GENIEX_X86_TARGET void x8_gemv_group(size_t nb, const uint8_t* w, const uint8_t* a, float* out,
+                                     int rows) {
+  constexpr size_t kBlock = kQ8 ? detail::kQ8_0x8Block : detail::kQ5_0x8Block;
+  // The row kernels' offset types (kActSums): their GEMV works in K chunks of kSumBlocks.
+  constexpr bool kOffset = !kQ8 || GENIEX_X86_VNNI;
+  const size_t kc = kOffset ? kSumBlocks : nb;
+  const uint8_t* ds = a + nb * detail::kQ8x4Qs;
+  __m256 res = _mm256_setzero_ps();
+  for (size_t k0 = 0; k0 < nb; k0 += kc) {
+    const size_t k1 = std::min(nb, k0 + kc);
+    __m256 acc[8];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+    const size_t k4 = k0 + (k1 - k0) / 4 * 4;
+    for (size_t ib = k0; ib < k1; ++ib) {
+      const uint8_t* x = w + ib * kBlock;
+      const uint8_t* y = a + ib * detail::kQ8x4Qs;
+      const uint8_t* d = ds + ib * detail::kQ8x8Ds;
+      __m256i qh = _mm256_setzero_si256();
+      if constexpr (!kQ8) qh = loadu256(x + detail::kQ5_0x8Qh);
+      const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(loadu128(x)), _mm256_set1_ps(load_f32(d)));
+      const int32_t corr = kOffset ? detail::load_i32(d + 4) + detail::load_i32(d + 8) : 0;
+      if (ib < k4) {
+        const size_t pos = (ib - k0) % 4;
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          __m256i t = _mm256_set1_epi32(h == 0 ? corr : 0);
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) {
+            t = x8_dot<kQ8>(t, x8_weights<kQ8>(x, qh, h, j),
+                            _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+          }
+          __m256& A = acc[4 * h + pos];
+          A = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), A);
+        }
+      } else {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) {
+            const __m256i t = x8_dot<kQ8>(_mm256_set1_epi32(h == 0 && j == 0 ? corr : 0),
+                                          x8_weights<kQ8>(x, qh, h, j),
+                                          _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+            acc[4 * h + j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[4 * h + j]);
+          }
+        }
+      }
+    }
+    const __m256 v =
+        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
+                      _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
+    const __m256 chunk = _mm256_add_ps(v, _mm256_setzero_ps());
+    res = k0 == 0 ? chunk : _mm256_add_ps(res, chunk);
+  }
+  if (rows == 8) {
+    _mm256_storeu_ps(out, res);
+  } else {
+    float tmp[8];
+    _mm256_storeu_ps(tmp, res);
+    for (int r = 0; r < rows; ++r) out[r] = tmp[r];
+  }
+}
+
 // Groups in chunks of about 128 KiB (L2), and within a chunk tile by tile over its groups: a
 // tile's activation rows stay in L1 while the chunk's weights stream past from L2, and each chunk
 // comes from memory once for all tiles (a GEMV is one linear pass). Measured with
@@ -137,6 +221,13 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
   const size_t nb = static_cast<size_t>(k / 32);
   const size_t gb = nb * (kQ8 ? detail::kQ8_0x8Block : detail::kQ5_0x8Block);
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  if (nc == 1 && !batch_invariant()) {
+    for (int64_t g = 0; g < ngroups; ++g) {
+      x8_gemv_group<kQ8>(nb, w + static_cast<size_t>(g) * gb, a, out + g * kPackRows,
+                         static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows)));
+    }
+    return;
+  }
   const int64_t chunk =
       std::max<int64_t>(1, static_cast<int64_t>((128u << 10) / std::max<size_t>(1, gb)));
   // A tile's activation rows and its group are read once per block: keep them within L1
