@@ -161,16 +161,19 @@ GENIEX_X86_TARGET void x8_gemv_group(size_t nb, const uint8_t* w, const uint8_t*
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
     const size_t k4 = k0 + (k1 - k0) / 4 * 4;
-    for (size_t ib = k0; ib < k1; ++ib) {
-      const uint8_t* x = w + ib * kBlock;
-      const uint8_t* y = a + ib * detail::kQ8x4Qs;
-      const uint8_t* d = ds + ib * detail::kQ8x8Ds;
-      __m256i qh = _mm256_setzero_si256();
-      if constexpr (!kQ8) qh = loadu256(x + detail::kQ5_0x8Qh);
-      const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(loadu128(x)), _mm256_set1_ps(load_f32(d)));
-      const int32_t corr = kOffset ? detail::load_i32(d + 4) + detail::load_i32(d + 8) : 0;
-      if (ib < k4) {
-        const size_t pos = (ib - k0) % 4;
+    // Whole steps of 4 blocks (unrolled, so the 8 accumulators stay in registers).
+    for (size_t ib = k0; ib < k4; ib += 4) {
+#pragma GCC unroll 4
+      for (int pos = 0; pos < 4; ++pos) {
+        const size_t b = ib + static_cast<size_t>(pos);
+        const uint8_t* x = w + b * kBlock;
+        const uint8_t* y = a + b * detail::kQ8x4Qs;
+        const uint8_t* d = ds + b * detail::kQ8x8Ds;
+        __m256i qh = _mm256_setzero_si256();
+        if constexpr (!kQ8) qh = loadu256(x + detail::kQ5_0x8Qh);
+        const __m256 scale =
+            _mm256_mul_ps(_mm256_cvtph_ps(loadu128(x)), _mm256_set1_ps(load_f32(d)));
+        const int32_t corr = kOffset ? detail::load_i32(d + 4) + detail::load_i32(d + 8) : 0;
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
           __m256i t = _mm256_set1_epi32(h == 0 ? corr : 0);
@@ -179,19 +182,27 @@ GENIEX_X86_TARGET void x8_gemv_group(size_t nb, const uint8_t* w, const uint8_t*
             t = x8_dot<kQ8>(t, x8_weights<kQ8>(x, qh, h, j),
                             _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
           }
-          __m256& A = acc[4 * h + pos];
-          A = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), A);
+          acc[4 * h + pos] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[4 * h + pos]);
         }
-      } else {
+      }
+    }
+    // The last nb % 4 blocks: 8 four-element dots each.
+    for (size_t ib = k4; ib < k1; ++ib) {
+      const uint8_t* x = w + ib * kBlock;
+      const uint8_t* y = a + ib * detail::kQ8x4Qs;
+      const uint8_t* d = ds + ib * detail::kQ8x8Ds;
+      __m256i qh = _mm256_setzero_si256();
+      if constexpr (!kQ8) qh = loadu256(x + detail::kQ5_0x8Qh);
+      const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(loadu128(x)), _mm256_set1_ps(load_f32(d)));
+      const int32_t corr = kOffset ? detail::load_i32(d + 4) + detail::load_i32(d + 8) : 0;
 #pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
+      for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) {
-            const __m256i t = x8_dot<kQ8>(_mm256_set1_epi32(h == 0 && j == 0 ? corr : 0),
-                                          x8_weights<kQ8>(x, qh, h, j),
-                                          _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
-            acc[4 * h + j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[4 * h + j]);
-          }
+        for (int j = 0; j < 4; ++j) {
+          const __m256i t = x8_dot<kQ8>(_mm256_set1_epi32(h == 0 && j == 0 ? corr : 0),
+                                        x8_weights<kQ8>(x, qh, h, j),
+                                        _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+          acc[4 * h + j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[4 * h + j]);
         }
       }
     }
