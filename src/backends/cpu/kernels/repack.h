@@ -10,7 +10,7 @@
 // chunk is one row's four nibble pairs, so one vpdpbusd / sdot gives 8 (4) rows' partial dots.
 // The last group is padded with zero rows. Q8_0x8 and Q5_0x8 (same scheme, layouts in
 // repack_internal.h) keep the row kernels' exact float order: their results are bit-identical to
-// the GEMM of vec_dot.h on the same ISA (README.md).
+// those of dot_kernels() on the same ISA for the same call (README.md).
 #pragma once
 
 #include <cstddef>
