@@ -192,10 +192,12 @@ Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
 }
 
 // Which weights are repacked into the kernels' row-interleaved layouts at first use.
-// Default: Q4_0 only. The packed Q4_K / Q6_K kernels are faster but sum in another order, which
-// moves the real Gemma 3 270M off llama.cpp on near-tie greedy steps with a Q8_0 / Q4_0 KV cache
-// (q8_0 agreement 9/10 -> 6/10, measured): they stay opt-in until that order matches.
-// GENIEX_REPACK=all repacks every supported type, GENIEX_REPACK=0 none (A/B benchmarks).
+// Default: Q4_0, Q8_0 and Q5_0 (the Q8_0 / Q5_0 packed kernels give the row kernels' results bit
+// for bit, GEMV and GEMM, so packing them changes no output; kernels/README.md). The packed
+// Q4_K / Q6_K kernels are faster but sum in another order, which moves the real Gemma 3 270M off
+// llama.cpp on near-tie greedy steps with a Q8_0 / Q4_0 KV cache (q8_0 agreement 9/10 -> 6/10,
+// measured): they stay opt-in until that order matches. GENIEX_REPACK=all repacks every
+// supported type, GENIEX_REPACK=0 none (A/B benchmarks).
 bool repack_enabled(GgmlType t) {
   enum class Mode { kNone, kDefault, kAll };
   static const Mode mode = [] {
@@ -209,7 +211,7 @@ bool repack_enabled(GgmlType t) {
     case Mode::kAll: return true;
     case Mode::kDefault: break;
   }
-  return t == GgmlType::kQ4_0;
+  return t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0;
 }
 
 Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {

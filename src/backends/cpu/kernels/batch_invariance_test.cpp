@@ -2,13 +2,18 @@
 // depend on how many activation rows the call had. K-quants and floats are invariant always; the
 // 32-element block types only with GENIEX_BATCH_INVARIANT=1 (ctest runs this suite a second time
 // with it set), otherwise their single-row path sums in another order (differences ~1e-5 relative).
+// The packed (repacked-weight) kernels follow the same rule (Q4_0, Q4_K, Q6_K: invariant always;
+// Q8_0 / Q5_0: with GENIEX_BATCH_INVARIANT=1), and their Q8_0 / Q5_0 results equal the row
+// kernels' in either mode (packing on or off gives the same floats).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/kernels/isa.h"
+#include "backends/cpu/kernels/repack.h"
 #include "backends/cpu/kernels/vec_dot.h"
 #include "quant/quant.h"
 
@@ -50,6 +55,58 @@ TEST(BatchInvariance, OneRowEqualsTheSameRowInABatch) {
               << ggml_type_name(t) << " isa " << static_cast<int>(isa) << " element " << i;
         } else {
           ASSERT_NEAR(one[i], all[i], 1e-4f * (1.0f + std::fabs(all[i]))) << ggml_type_name(t);
+        }
+      }
+    }
+  }
+}
+
+TEST(BatchInvariance, PackedOneRowEqualsTheSameRowInABatch) {
+  const bool strict = batch_invariant();
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd;
+  const int64_t k = 1024, n = 36, m = 11;  // n: a partial last group; m > 8: two column tiles
+  for (GgmlType t :
+       {GgmlType::kQ8_0, GgmlType::kQ5_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    for (Isa isa : {Isa::kScalar, detect_isa()}) {
+      const auto pk = packed_kernels(t, isa);
+      const auto kr = dot_kernels(t, isa);
+      ASSERT_TRUE(pk.has_value() && kr.has_value()) << ggml_type_name(t);
+      const size_t wr = *ggml_row_bytes(t, k), qr = *ggml_row_bytes(pk->act_type, k);
+      const size_t ar = pk->act_bytes(k);
+      std::vector<float> wf(static_cast<size_t>(k * n)), xf(static_cast<size_t>(k * m));
+      for (auto& v : wf) v = nd(rng);
+      for (auto& v : xf) v = nd(rng);
+      std::vector<uint8_t> w(wr * n), q(qr * m), a(ar * m);
+      for (int64_t r = 0; r < n; ++r) {
+        ASSERT_TRUE(quant::quantize_row(t, std::span<const float>(wf.data() + r * k, k),
+                                        std::span<uint8_t>(w.data() + r * wr, wr))
+                        .ok());
+      }
+      for (int64_t r = 0; r < m; ++r) {
+        pk->quantize_act(xf.data() + r * k, q.data() + r * qr, k);
+        pk->prepare_act(q.data() + r * qr, k, a.data() + r * ar);
+      }
+      std::vector<uint8_t> packed(packed_bytes(t, k, n));
+      repack_groups(t, k, w.data(), wr, n, 0, (n + kPackRows - 1) / kPackRows, packed.data());
+      std::vector<float> one(static_cast<size_t>(n * m)), all(one.size());
+      std::vector<float> rows_one(one.size()), rows_all(one.size());
+      for (int64_t c = 0; c < m; ++c) {
+        pk->gemm(k, packed.data(), n, a.data() + c * ar, ar, 1, one.data() + c * n, n);
+        kr->gemm(k, w.data(), wr, n, q.data() + c * qr, qr, 1, rows_one.data() + c * n, n);
+      }
+      pk->gemm(k, packed.data(), n, a.data(), ar, m, all.data(), n);
+      kr->gemm(k, w.data(), wr, n, q.data(), qr, m, rows_all.data(), n);  // n: whole 4-row tiles
+      const bool exact = t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0;
+      for (size_t i = 0; i < one.size(); ++i) {
+        SCOPED_TRACE(std::string(ggml_type_name(t)) + " isa " + std::string(isa_name(isa)) +
+                     " element " + std::to_string(i));
+        if (strict || !exact || isa == Isa::kScalar) {
+          ASSERT_EQ(one[i], all[i]);
+        }
+        if (exact) {
+          ASSERT_EQ(one[i], rows_one[i]) << "GEMV vs row kernels";
+          ASSERT_EQ(all[i], rows_all[i]) << "GEMM vs row kernels";
         }
       }
     }

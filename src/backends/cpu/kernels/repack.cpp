@@ -314,18 +314,25 @@ PackedGemmFn scalar_packed_gemm(GgmlType t) {
     case GgmlType::kQ4_0: return q4_0x8_gemm_scalar;
     case GgmlType::kQ4_K: return q4_kx8_gemm_scalar;
     case GgmlType::kQ6_K: return q6_kx8_gemm_scalar;
+    case GgmlType::kQ8_0: return q8_0x8_gemm_scalar;
+    case GgmlType::kQ5_0: return q5_0x8_gemm_scalar;
     default: return nullptr;
   }
 }
 }  // namespace detail
 
 bool can_repack(GgmlType t) {
-  return t == GgmlType::kQ4_0 || t == GgmlType::kQ4_K || t == GgmlType::kQ6_K;
+  return t == GgmlType::kQ4_0 || t == GgmlType::kQ4_K || t == GgmlType::kQ6_K ||
+         t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0;
 }
 
 size_t packed_group_bytes(GgmlType t, int64_t k) {
   if (k <= 0) return 0;
   if (t == GgmlType::kQ4_0 && k % 32 == 0) return static_cast<size_t>(k / 32) * kQ4_0x8Block;
+  if (t == GgmlType::kQ8_0 && k % 32 == 0)
+    return static_cast<size_t>(k / 32) * detail::kQ8_0x8Block;
+  if (t == GgmlType::kQ5_0 && k % 32 == 0)
+    return static_cast<size_t>(k / 32) * detail::kQ5_0x8Block;
   if (t == GgmlType::kQ4_K && k % 256 == 0) return static_cast<size_t>(k / 256) * kQ4_Kx8Block;
   if (t == GgmlType::kQ6_K && k % 256 == 0) return static_cast<size_t>(k / 256) * kQ6_Kx8Block;
   return 0;
@@ -340,6 +347,8 @@ void repack_groups(GgmlType t, int64_t k, const uint8_t* src, size_t src_stride,
   if (t == GgmlType::kQ4_0) repack_q4_0(k, src, src_stride, n, g0, g1, dst);
   if (t == GgmlType::kQ4_K) repack_q4_k(k, src, src_stride, n, g0, g1, dst);
   if (t == GgmlType::kQ6_K) repack_q6_k(k, src, src_stride, n, g0, g1, dst);
+  if (t == GgmlType::kQ8_0) detail::repack_q8_0(k, src, src_stride, n, g0, g1, dst);
+  if (t == GgmlType::kQ5_0) detail::repack_q5_0(k, src, src_stride, n, g0, g1, dst);
 }
 
 std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
@@ -354,6 +363,15 @@ std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
                                dot->quantize_act,
                                prepare_q8_k_for_q6_kx8,
                                detail::q8k_for_q6_kx8_bytes,
+                               g,
+                               i};
+        }
+        if (t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0) {
+          return PackedKernels{dot->act_type,
+                               dot->quantize_act,
+                               t == GgmlType::kQ8_0 ? detail::prepare_q8_0_for_q8_0x8
+                                                    : detail::prepare_q8_0_for_q5_0x8,
+                               detail::q8_for_x8_bytes,
                                g,
                                i};
         }

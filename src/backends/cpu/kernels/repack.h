@@ -8,7 +8,9 @@
 // then 4 chunks of 32 bytes; chunk m holds, for row r at bytes 4r..4r+3, that row's qs[4m..4m+3]
 // (low nibbles: elements 4m..4m+3, high nibbles: elements 16+4m..16+4m+3). A 32-bit lane of a
 // chunk is one row's four nibble pairs, so one vpdpbusd / sdot gives 8 (4) rows' partial dots.
-// The last group is padded with zero rows.
+// The last group is padded with zero rows. Q8_0x8 and Q5_0x8 (same scheme, layouts in
+// repack_internal.h) keep the row kernels' exact float order: their results are bit-identical to
+// those of dot_kernels() on the same ISA for the same call (README.md).
 #pragma once
 
 #include <cstddef>
@@ -24,7 +26,7 @@ namespace geniex::cpu {
 /// Rows per interleaved group.
 inline constexpr int64_t kPackRows = 8;
 
-/// True for weight types with a packed layout (Q4_0, Q4_K, Q6_K).
+/// True for weight types with a packed layout (Q4_0, Q8_0, Q5_0, Q4_K, Q6_K).
 bool can_repack(GgmlType t);
 
 /// Bytes of one packed group of kPackRows rows of k elements (0 if !can_repack(t) or k is not

@@ -55,6 +55,40 @@ inline size_t q8k_for_q6_kx8_bytes(int64_t k) {
   return static_cast<size_t>(k / 256) * (kQ8KxQs + kQ8K6Ds);
 }
 
+// Q8_0x8: per 32-element block, 8 f16 scales (row order, @0) then 8 chunks of 32 bytes (@16):
+// chunk m holds, for row r at bytes 4r..4r+3, that row's qs[4m..4m+3]. Chunks 0-3 are elements
+// 0..15, chunks 4-7 elements 16..31 (the two halves whose dots the x86 row kernels keep apart).
+inline constexpr size_t kQ8_0x8Block = 16 + 8 * 32;
+inline constexpr size_t kQ8_0x8Qs = 16;
+
+// Q5_0x8: per block, 8 f16 scales (@0), the high bits (@16: row r's 4 bytes at 4r..4r+3, byte e
+// has in bit m the high bit of element 4m + e and in bit 4 + m that of element 16 + 4m + e, so
+// one 16-bit shift and a mask move the bits of chunk m to bit 4 of each byte), then 4 chunks of
+// 32 bytes of nibbles laid out as Q4_0x8's (@48). Weights are fed unsigned, q + 16 (0..31).
+inline constexpr size_t kQ5_0x8Block = 16 + 32 + 4 * 32;
+inline constexpr size_t kQ5_0x8Qh = 16, kQ5_0x8Qs = 48;
+
+// Prepared Q8_0 activations for Q8_0x8 / Q5_0x8: the nb blocks' 32 int8 quants back to back,
+// then per block the float scale and the int32 offset corrections of its two halves,
+// -off * Σ q[0..15] and -off * Σ q[16..31] (off = 128 for Q8_0: only the VNNI kernel feeds
+// q + 128 and uses them; 16 for Q5_0).
+inline constexpr size_t kQ8x8Ds = 12;
+inline size_t q8_for_x8_bytes(int64_t k) {
+  return static_cast<size_t>(k / 32) * (kQ8x4Qs + kQ8x8Ds);
+}
+
+// Repacking, activation preparation and scalar kernels of Q8_0x8 / Q5_0x8 (repack_legacy.cpp).
+void repack_q8_0(int64_t k, const uint8_t* src, size_t src_stride, int64_t n, int64_t g0,
+                 int64_t g1, uint8_t* dst);
+void repack_q5_0(int64_t k, const uint8_t* src, size_t src_stride, int64_t n, int64_t g0,
+                 int64_t g1, uint8_t* dst);
+void prepare_q8_0_for_q8_0x8(const uint8_t* q, int64_t k, uint8_t* dst);
+void prepare_q8_0_for_q5_0x8(const uint8_t* q, int64_t k, uint8_t* dst);
+void q8_0x8_gemm_scalar(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a, size_t a_stride,
+                        int64_t nc, float* out, size_t out_stride);
+void q5_0x8_gemm_scalar(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a, size_t a_stride,
+                        int64_t nc, float* out, size_t out_stride);
+
 inline int32_t load_i32(const uint8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);

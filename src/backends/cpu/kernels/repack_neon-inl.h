@@ -247,11 +247,5 @@ GENIEX_NEON_TARGET void q6_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, con
   }
 }
 
-PackedGemmFn packed_gemm_for_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::kQ4_0: return q4_0x8_gemm;
-    case GgmlType::kQ4_K: return q4_kx8_gemm;
-    case GgmlType::kQ6_K: return q6_kx8_gemm;
-    default: return nullptr;
-  }
-}
+// Q8_0x8 / Q5_0x8 and packed_gemm_for_type().
+#include "backends/cpu/kernels/repack_legacy_neon-inl.h"  // NOLINT(build/include)

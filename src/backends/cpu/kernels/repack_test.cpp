@@ -2,11 +2,17 @@
 // counts (partial last group), 1..70 activation rows, several K (block counts that are not
 // multiples of any unroll), padded strides. Same tolerance as vec_dot_test.cpp: integer block
 // dots are exact, so |ours - ref| <= 1e-5 * Σ_k |w_k a_k| (float summation order only).
+// Q8_0x8 / Q5_0x8 are checked bit for bit as well: equal to the row kernels of the same ISA
+// (dot_kernels) on the same call (GEMV: every row; GEMM: rows in whole 4-row tiles), and the
+// scalar kernel equal to the reference. ctest also runs this binary with GENIEX_BATCH_INVARIANT=1
+// (the GEMVs then take the GEMM order on both sides).
 #include "backends/cpu/kernels/repack.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -25,6 +31,9 @@ std::vector<float> dequant(GgmlType t, const uint8_t* p, size_t n) {
   EXPECT_TRUE(quant::dequantize_row(t, std::span<const uint8_t>(p, row_bytes(t, n)), out).ok());
   return out;
 }
+
+// Types whose packed kernels promise the row kernels' exact float order.
+bool exact_type(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0; }
 
 void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>& ncs) {
   const GgmlType at = quant::vec_dot_type(t);
@@ -75,6 +84,7 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
       ASSERT_TRUE(std::equal(q.begin(), q.end(), a_ref.begin() + j * arb)) << isa_name(isa);
       pk->prepare_act(q.data(), k, a.data() + j * as);
     }
+    const int64_t exact_rows = nr / 4 * 4;
     for (int64_t nc : ncs) {
       SCOPED_TRACE(std::string(ggml_type_name(t)) + " k=" + std::to_string(k) +
                    " nr=" + std::to_string(nr) + " nc=" + std::to_string(nc) + " isa " +
@@ -82,9 +92,27 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
       const size_t os = static_cast<size_t>(nr) + 2;
       std::vector<float> out(static_cast<size_t>(nc) * os, std::numeric_limits<float>::quiet_NaN());
       pk->gemm(k, packed.data(), nr, a.data(), as, nc, out.data(), os);
+      // The row kernels (same ISA) on the same call: every row for a GEMV, rows in whole 4-row
+      // tiles for a GEMM or a batch-invariant GEMV (x86 takes the last nr % 4 rows one at a
+      // time, in another order).
+      std::vector<float> rows_out;
+      if (exact_type(t)) {
+        const auto dk = dot_kernels(t, pk->isa);
+        ASSERT_TRUE(dk.has_value());
+        ASSERT_EQ(dk->isa, pk->isa);
+        rows_out.resize(static_cast<size_t>(nc * nr));
+        dk->gemm(k, w.data(), ws, nr, a_ref.data(), arb, nc, rows_out.data(),
+                 static_cast<size_t>(nr));
+      }
       for (int64_t j = 0; j < nc; ++j) {
         for (int64_t i = 0; i < nr; ++i) {
           ASSERT_NEAR(out[j * os + i], ref[j * nr + i], tol[j * nr + i]) << "i=" << i << " j=" << j;
+          if (exact_type(t) && ((nc == 1 && !batch_invariant()) || i < exact_rows)) {
+            ASSERT_EQ(out[j * os + i], rows_out[j * nr + i]) << "row kernel, i=" << i << " j=" << j;
+          }
+          if (exact_type(t) && pk->isa == Isa::kScalar) {
+            ASSERT_EQ(out[j * os + i], ref[j * nr + i]) << "reference, i=" << i << " j=" << j;
+          }
         }
         for (size_t i = static_cast<size_t>(nr); i < os; ++i) {
           ASSERT_TRUE(std::isnan(out[j * os + i])) << "wrote past nr";
@@ -97,9 +125,16 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
 TEST(Repack, CoversItsTypesOnEveryIsa) {
   EXPECT_TRUE(can_repack(GgmlType::kQ4_0));
   EXPECT_TRUE(can_repack(GgmlType::kQ4_K));
+  EXPECT_TRUE(can_repack(GgmlType::kQ8_0));
+  EXPECT_TRUE(can_repack(GgmlType::kQ5_0));
+  EXPECT_FALSE(can_repack(GgmlType::kQ4_1));
+  EXPECT_EQ(packed_group_bytes(GgmlType::kQ8_0, 48), 0u);  // not whole blocks
+  EXPECT_EQ(packed_bytes(GgmlType::kQ8_0, 64, 9), 2u * 8u * 2u * 34u);
+  EXPECT_EQ(packed_bytes(GgmlType::kQ5_0, 64, 8), 8u * 2u * 22u);
   EXPECT_FALSE(can_repack(GgmlType::kF32));
   EXPECT_FALSE(packed_kernels(GgmlType::kF32).has_value());
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType t :
+       {GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ8_0, GgmlType::kQ5_0}) {
     for (Isa isa : available_isas()) {
       const auto pk = packed_kernels(t, isa);
       ASSERT_TRUE(pk.has_value());
@@ -142,6 +177,72 @@ TEST(Repack, Q4_KMatchesVecDotRef) {
   }
   check_packed(GgmlType::kQ4_K, 256 * 5, 19, cols_1_to_70());
   check_packed(GgmlType::kQ4_K, 256 * 130, 9, {1, 4});  // long rows
+}
+
+}  // namespace
+}  // namespace geniex::cpu
+
+namespace geniex::cpu {
+namespace {
+
+TEST(Repack, Q8_0MatchesVecDotRefAndTheRowKernels) {
+  const std::vector<int64_t> few = {1, 2, 3, 5, 9};
+  for (int64_t k : {32, 96, 32 * 37, 2048}) {
+    for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ8_0, k, nr, few);
+  }
+  check_packed(GgmlType::kQ8_0, 32 * 11, 19, cols_1_to_70());
+  check_packed(GgmlType::kQ8_0, 32 * 1100, 9, {1, 4});  // long rows
+}
+
+TEST(Repack, Q5_0MatchesVecDotRefAndTheRowKernels) {
+  const std::vector<int64_t> few = {1, 2, 3, 5, 9};
+  for (int64_t k : {32, 96, 32 * 37, 2048}) {
+    for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ5_0, k, nr, few);
+  }
+  check_packed(GgmlType::kQ5_0, 32 * 11, 19, cols_1_to_70());
+  check_packed(GgmlType::kQ5_0, 32 * 1100, 9, {1, 4});  // long rows
+}
+
+// Extreme Q8_0 weights (-128 from a foreign quantizer, +127) against full-scale activations:
+// the AVX2 sign trick (|-128| = 128 as unsigned) and the VNNI +128 offset must stay exact.
+TEST(Repack, Q8_0ExtremeWeightsAreExact) {
+  const int64_t k = 64, nr = 8;
+  const size_t wrb = 2 * 34;
+  std::vector<uint8_t> w(static_cast<size_t>(nr) * wrb);
+  for (int64_t i = 0; i < nr; ++i) {
+    for (int b = 0; b < 2; ++b) {
+      uint8_t* blk = w.data() + i * wrb + 34 * b;
+      const uint16_t one = 0x3C00;  // 1.0 in f16
+      std::memcpy(blk, &one, 2);
+      for (int e = 0; e < 32; ++e) {
+        blk[2 + e] = static_cast<uint8_t>((e + i) % 3 == 0 ? 0x80 : (e % 2 ? 127 : 0x81));
+      }
+    }
+  }
+  // Activations at full scale (+-127) with d = 1: all sums are small exact integers.
+  std::vector<uint8_t> q(row_bytes(GgmlType::kQ8_0, k));
+  for (int b = 0; b < 2; ++b) {
+    const uint16_t one = 0x3C00;
+    std::memcpy(q.data() + 34 * b, &one, 2);
+    for (int e = 0; e < 32; ++e) q[34 * b + 2 + e] = static_cast<uint8_t>(e % 5 == 0 ? 127 : 0x81);
+  }
+  std::vector<uint8_t> packed(packed_bytes(GgmlType::kQ8_0, k, nr));
+  repack_groups(GgmlType::kQ8_0, k, w.data(), wrb, nr, 0, 1, packed.data());
+  for (Isa isa : available_isas()) {
+    const auto pk = packed_kernels(GgmlType::kQ8_0, isa);
+    ASSERT_TRUE(pk.has_value());
+    std::vector<uint8_t> a(pk->act_bytes(k));
+    pk->prepare_act(q.data(), k, a.data());
+    float out[nr];
+    pk->gemm(k, packed.data(), nr, a.data(), a.size(), 1, out, nr);
+    for (int64_t i = 0; i < nr; ++i) {
+      const auto r =
+          quant::vec_dot_ref(GgmlType::kQ8_0, {w.data() + i * wrb, wrb}, q, static_cast<size_t>(k));
+      ASSERT_TRUE(r.ok());
+      // Integers below 2^24 times 1.0: every order gives the exact value.
+      EXPECT_EQ(out[i], *r) << isa_name(isa) << " row " << i;
+    }
+  }
 }
 
 }  // namespace

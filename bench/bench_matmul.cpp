@@ -1,0 +1,146 @@
+// Matmul kernel micro-benchmark: the row kernels (cpu::dot_kernels) against the repacked-weight
+// kernels (cpu::packed_kernels) on one weight matrix, single thread, for several activation
+// row counts. Each time is the CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) of one
+// whole gemm call (activation quantization and preparation excluded), median of REPS runs after
+// one warm-up, so other processes on a shared machine matter less than with wall time. The ISA is
+// the detected one (GENIEX_ISA=avx2|scalar|... caps it).
+//
+//   bench_matmul [--reps N] TYPE ROWS K M[,M...]
+//   e.g. bench_matmul q8_0 32768 2048 1,2,4,8,16,64
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernels/repack.h"
+#include "backends/cpu/kernels/vec_dot.h"
+#include "core/dtype.h"
+#include "quant/quant.h"
+
+namespace {
+
+using geniex::GgmlType;
+namespace kern = geniex::cpu;
+
+double thread_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
+template <typename F>
+double median_ms(int reps, F&& f) {
+  f();  // warm-up (page faults, caches)
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = thread_ms();
+    f();
+    t.push_back(thread_ms() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> v;
+  size_t p = 0;
+  while (p < s.size()) {
+    const size_t e = s.find(',', p);
+    v.push_back(std::atoll(s.substr(p, e == std::string::npos ? e : e - p).c_str()));
+    if (e == std::string::npos) break;
+    p = e + 1;
+  }
+  return v;
+}
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: bench_matmul [--reps N] TYPE ROWS K M[,M...]\n"
+               "  TYPE: a weight type with a packed layout (q4_0, q5_0, q8_0, q4_k, q6_k)\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 7;
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) {
+      reps = std::max(1, std::atoi(argv[++i]));
+    } else {
+      args.push_back(a);
+    }
+  }
+  if (args.size() != 4) return usage();
+  std::string name = args[0];  // q8_0 or Q8_0
+  for (char& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  const auto type = geniex::ggml_type_from_name(name);
+  const int64_t rows = std::atoll(args[1].c_str()), k = std::atoll(args[2].c_str());
+  const std::vector<int64_t> ms = parse_list(args[3]);
+  if (!type || rows <= 0 || k <= 0 || ms.empty()) return usage();
+  const auto dk = kern::dot_kernels(*type);
+  const auto pk = kern::packed_kernels(*type);
+  const auto wrow = geniex::ggml_row_bytes(*type, static_cast<uint64_t>(k));
+  if (!dk || !pk || !wrow || kern::packed_group_bytes(*type, k) == 0) {
+    std::fprintf(stderr, "no packed kernel for %s with K = %lld\n", args[0].c_str(),
+                 static_cast<long long>(k));
+    return 1;
+  }
+  for (int64_t m : ms) {
+    if (m <= 0) return usage();
+  }
+  const int64_t max_m = *std::max_element(ms.begin(), ms.end());
+
+  // Weights: random normal rows, quantized one row at a time.
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  std::vector<uint8_t> w(*wrow * static_cast<size_t>(rows));
+  std::vector<float> x(static_cast<size_t>(k));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : x) v = nd(rng);
+    if (!geniex::quant::quantize_row(*type, x, std::span<uint8_t>(w.data() + r * *wrow, *wrow))
+             .ok()) {
+      std::fprintf(stderr, "quantize_row failed\n");
+      return 1;
+    }
+  }
+  std::vector<uint8_t> packed(kern::packed_bytes(*type, k, rows));
+  kern::repack_groups(*type, k, w.data(), *wrow, rows, 0,
+                      (rows + kern::kPackRows - 1) / kern::kPackRows, packed.data());
+
+  // Activations: quantized rows for the row kernels, prepared rows for the packed ones.
+  const size_t qrow = *geniex::ggml_row_bytes(dk->act_type, static_cast<uint64_t>(k));
+  const size_t arow = pk->act_bytes(k);
+  std::vector<uint8_t> q(qrow * static_cast<size_t>(max_m)), a(arow * static_cast<size_t>(max_m));
+  for (int64_t j = 0; j < max_m; ++j) {
+    for (auto& v : x) v = nd(rng);
+    dk->quantize_act(x.data(), q.data() + j * qrow, k);
+    pk->prepare_act(q.data() + j * qrow, k, a.data() + j * arow);
+  }
+  std::vector<float> out(static_cast<size_t>(rows * max_m));
+
+  std::printf("%s %lld x %lld, row kernels (%s) vs packed (%s), thread CPU time, median of %d\n",
+              args[0].c_str(), static_cast<long long>(rows), static_cast<long long>(k),
+              std::string(kern::isa_name(dk->isa)).c_str(),
+              std::string(kern::isa_name(pk->isa)).c_str(), reps);
+  std::printf("%6s %12s %12s %8s %14s\n", "m", "old ms", "packed ms", "speedup", "packed GB/s");
+  const double wbytes = static_cast<double>(packed.size());
+  for (int64_t m : ms) {
+    const double t_old = median_ms(reps, [&] {
+      dk->gemm(k, w.data(), *wrow, rows, q.data(), qrow, m, out.data(), static_cast<size_t>(rows));
+    });
+    const double t_new = median_ms(reps, [&] {
+      pk->gemm(k, packed.data(), rows, a.data(), arow, m, out.data(), static_cast<size_t>(rows));
+    });
+    std::printf("%6lld %12.3f %12.3f %7.2fx %14.2f\n", static_cast<long long>(m), t_old, t_new,
+                t_old / t_new, wbytes / (t_new * 1e6));
+  }
+  return 0;
+}
