@@ -16,19 +16,21 @@ namespace {
 
 using namespace placement_test;  // NOLINT
 
-Agreement logits_vs_cpu(const std::string& path, Device d, std::vector<std::string>* log,
-                        Model** keep = nullptr) {
+// The model loaded on `d` and its logits' agreement with the CPU over 256 tokens.
+struct Placed {
+  Model model;
+  Agreement ag;
+};
+
+Placed logits_vs_cpu(const std::string& path, Device d, std::vector<std::string>* log) {
   Model cpu = load_on(path, Device::cpu());
-  static std::vector<Model> kept;
-  kept.push_back(load_on(path, d, log));
-  Model& other = kept.back();
-  if (keep != nullptr) *keep = &other;
+  Placed p{load_on(path, d, log), {}};
   const auto toks = some_tokens(256, cpu.info().n_vocab);
   auto a = cpu.logits(toks);
-  auto b = other.logits(toks);
+  auto b = p.model.logits(toks);
   EXPECT_TRUE(a.ok() && b.ok()) << b.status().to_string();
-  if (!a.ok() || !b.ok()) return {};
-  return compare(*a, *b, static_cast<size_t>(cpu.info().n_vocab));
+  if (a.ok() && b.ok()) p.ag = compare(*a, *b, static_cast<size_t>(cpu.info().n_vocab));
+  return p;
 }
 
 TEST(EnginePlacementGpu, WholeModelOnOpenclAgreesWithTheCpu) {
@@ -36,9 +38,9 @@ TEST(EnginePlacementGpu, WholeModelOnOpenclAgreesWithTheCpu) {
     for (const std::string type : {"f32", "q8_0"}) {
       SCOPED_TRACE(arch + " " + type);
       std::vector<std::string> log;
-      Model* gpu = nullptr;
-      const Agreement ag = logits_vs_cpu(tiny(arch, type), Device::gpu(), &log, &gpu);
-      ASSERT_NE(gpu, nullptr);
+      Placed r = logits_vs_cpu(tiny(arch, type), Device::gpu(), &log);
+      Model* gpu = &r.model;
+      const Agreement ag = r.ag;
       EXPECT_NE(gpu->info().placement.find("whole model -> opencl("), std::string::npos)
           << gpu->info().placement;
       std::printf("[ measure ] %s %s: OpenCL vs CPU over 256 tokens: top-1 %.4f, KL %.2e\n",
@@ -53,10 +55,10 @@ TEST(EnginePlacementGpu, AGpuLackingAnOpKeepsTheOtherStagesAndTheLogSaysWhy) {
   // No Rope on the GPU: every layer moves to the CPU; embedding and output head stay on the GPU.
   setenv("GENIEX_OPENCL_DISABLE", "Rope", 1);
   std::vector<std::string> log;
-  Model* gpu = nullptr;
-  const Agreement ag = logits_vs_cpu(tiny("llama"), Device::gpu(), &log, &gpu);
+  Placed r = logits_vs_cpu(tiny("llama"), Device::gpu(), &log);
   unsetenv("GENIEX_OPENCL_DISABLE");
-  ASSERT_NE(gpu, nullptr);
+  Model* gpu = &r.model;
+  const Agreement ag = r.ag;
   const std::string& p = gpu->info().placement;
   EXPECT_NE(p.find("embedding -> opencl("), std::string::npos) << p;
   EXPECT_NE(p.find("layer 0 .. layer 2 -> cpu("), std::string::npos) << p;
@@ -93,10 +95,10 @@ TEST(EnginePlacementGpu, NpuGpuAndCpuTogether) {
   // no Embedding, so the embedding runs on the GPU and the layers and head on the NPU.
   setenv("GENIEX_OPENCL_DEVICE", "pthread", 1);
   std::vector<std::string> log;
-  Model* mixed = nullptr;
-  const Agreement ag = logits_vs_cpu(tiny("gemma3"), Device::npu(), &log, &mixed);
+  Placed r = logits_vs_cpu(tiny("gemma3"), Device::npu(), &log);
   unsetenv("GENIEX_OPENCL_DEVICE");
-  ASSERT_NE(mixed, nullptr);
+  Model* mixed = &r.model;
+  const Agreement ag = r.ag;
   const std::string& p = mixed->info().placement;
   EXPECT_NE(p.find("embedding -> opencl("), std::string::npos) << p;
   EXPECT_NE(p.find("-> npu(ref"), std::string::npos) << p;
