@@ -121,6 +121,7 @@ class OpenclBackend final : public Backend {
   uint64_t limit_ = 0;
   uint64_t in_use_ = 0;
   DeviceBuffer dummy_;  // bound to unused pointer arguments
+  DeviceBuffer act_q_;  // activation rows quantized for block-weight MatMuls (grown on demand)
   OpenclStats stats_;
 
   // Weights by (host address, bytes, type, converted to F32): immutable while bound.

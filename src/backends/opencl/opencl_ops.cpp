@@ -234,6 +234,9 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
   return internal_error("opencl: unhandled op kind");
 }
 
+// Block weights follow the reference: the activation rows are quantized once on the device to
+// the weight's vec-dot type (Q8_0 or Q8_K; the buffer is reused across MatMuls, the queue is
+// in order), then the dot kernel forms integer block sums (kernels/matmul_q.cl).
 Status OpenclBackend::op_matmul(const graph::Graph& g, NodeId id) {
   const Node& n = g.node(id);
   const auto& w = g.node(n.inputs[0]);
@@ -249,8 +252,37 @@ Status OpenclBackend::op_matmul(const graph::Graph& g, NodeId id) {
   const cl_ulong row_bytes = *ggml_row_bytes(t, static_cast<uint64_t>(k));
   constexpr int64_t kRowsPerGroup = 4;  // MT in matmul.cl
   const std::string name = std::string("matmul_") + type_suffix(t);
-  return launch(name.c_str(), {sz(nn) * wg_, sz((m + kRowsPerGroup - 1) / kRowsPerGroup), 1},
-                {wg_, 1, 1}, wm, row_bytes, x, vals_[id].f32, ci(k), ci(nn), ci(m));
+  const std::array<size_t, 3> global{sz(nn) * wg_, sz((m + kRowsPerGroup - 1) / kRowsPerGroup), 1};
+  if (!is_block_type(t)) {
+    return launch(name.c_str(), global, {wg_, 1, 1}, wm, row_bytes, x, vals_[id].f32, ci(k), ci(nn),
+                  ci(m));
+  }
+  const bool q8k = quant::vec_dot_type(t) == GgmlType::kQ8_K;
+  const int64_t block = q8k ? 256 : 32;
+  if (k % block != 0) {
+    return invalid_argument("matmul: K=" + std::to_string(k) + " is not a multiple of " +
+                            std::to_string(block) + " for " + std::string(ggml_type_name(t)));
+  }
+  // Layout (matmul_q.cl): int8 quants [m][k], scales (f16 / f32) per block, Q8_K's 16-sums.
+  const size_t quants = sz(m * k);
+  const cl_ulong d_off = (quants + 15) / 16 * 16;
+  const size_t blocks = sz(m * (k / block));
+  const cl_ulong bs_off = d_off + (blocks * (q8k ? 4 : 2) + 15) / 16 * 16;
+  const size_t bytes = bs_off + (q8k ? sz(m * (k / 16)) * 2 : 0);
+  if (act_q_.bytes() < bytes) {
+    act_q_ = DeviceBuffer();
+    GENIEX_ASSIGN_OR_RETURN(act_q_, alloc(bytes, "quantized matmul activations"));
+  }
+  cl_mem aq = act_q_.get();
+  if (q8k) {
+    GENIEX_TRY(launch("quantize_q8_k_rows", {sz(k / 256), sz(m), 1}, {0, 0, 0}, x, aq, d_off,
+                      bs_off, ci(k)));
+    return launch(name.c_str(), global, {wg_, 1, 1}, wm, row_bytes, aq, d_off, bs_off,
+                  vals_[id].f32, ci(k), ci(nn), ci(m));
+  }
+  GENIEX_TRY(launch("quantize_q8_0_rows", {sz(k / 32), sz(m), 1}, {0, 0, 0}, x, aq, d_off, ci(k)));
+  return launch(name.c_str(), global, {wg_, 1, 1}, wm, row_bytes, aq, d_off, vals_[id].f32, ci(k),
+                ci(nn), ci(m));
 }
 
 Status OpenclBackend::op_embedding(const graph::Graph& g, NodeId id) {

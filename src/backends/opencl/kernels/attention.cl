@@ -1,7 +1,9 @@
 // Attention over F32 / F16 / Q8_0 / Q4_0 k and v with paging (k_rows, q_seg), causal / sliding-window masks,
 // softcap and GQA. One work-group per (query head, query token): keys are scored WG at a time
 // (one key per work-item, q in local memory), then an online softmax folds each chunk into
-// per-thread output columns (work-item c owns columns c, c + WG, ...). f32 throughout.
+// per-thread output columns (work-item c owns columns c, c + WG, ...). f32, except that over a
+// Q8_0 / Q4_0 K the query row is quantized to Q8_0 and each score is the reference's block dot
+// (integer block sums, per-block float terms in order; ref_attention_quant.cpp).
 #define ATT_DMAX 512
 #define ATT_COLS ((ATT_DMAX + WG - 1) / WG)
 
@@ -20,6 +22,32 @@ inline float kv_load(global const uchar* p, int kt, size_t idx) {
   return ld_half(b) * (float)(q - 8);
 }
 
+// Q8_0 dot of K's head row at element `base` (kt 2 Q8_0, 3 Q4_0) with the quantized query
+// (qq: quants, qd: binary16-rounded scales), as quant::vec_dot_ref: sum of sumi * d_k * d_q.
+inline float kv_dot_q8(global const uchar* p, int kt, size_t base, int d, local const char* qq,
+                       local const float* qd) {
+  float sum = 0.0f;
+  for (int blk = 0; blk < d / 32; ++blk) {
+    const size_t bi = base / 32 + blk;
+    int s = 0;
+    float dk;
+    if (kt == 2) {
+      global const uchar* b = p + bi * 34;
+      for (int j = 0; j < 32; ++j) s += (int)((char)b[2 + j]) * qq[32 * blk + j];
+      dk = ld_half(b);
+    } else {
+      global const uchar* b = p + bi * 18;
+      for (int j = 0; j < 16; ++j) {
+        s += ((int)(b[2 + j] & 0xF) - 8) * qq[32 * blk + j] +
+             ((int)(b[2 + j] >> 4) - 8) * qq[32 * blk + j + 16];
+      }
+      dk = ld_half(b);
+    }
+    sum += (float)s * dk * qd[blk];
+  }
+  return sum;
+}
+
 kernel void attention_f32(global const float* q, global const uchar* k, global const uchar* v,
                           global const int* q_pos, global const int* k_pos,
                           global const int* k_rows, int has_rows, global const int* q_seg,
@@ -29,11 +57,31 @@ kernel void attention_f32(global const float* q, global const uchar* k, global c
   local float qs[ATT_DMAX];
   local float sc[WG];
   local float red[WG];
+  local char qq[ATT_DMAX];
+  local float qd[ATT_DMAX / 32];
+  local ushort qh[ATT_DMAX / 32];  // binary16 bits (no half variables without cl_khr_fp16)
   const int h = get_group_id(0), t = get_group_id(1), lid = get_local_id(0);
   const int n_head = get_num_groups(0);
   const int kvh = h / (n_head / n_kv_head);
   global const float* qr = q + ((size_t)t * n_head + h) * d;
   for (int i = lid; i < d; i += WG) qs[i] = qr[i];
+  const bool k_blocks = k_type >= 2;
+  // quant::quantize_row(Q8_0) of the query row for a block K, one block per work-item (the
+  // barrier stays outside the branch: PoCL mishandles barriers under a kernel-argument branch).
+  barrier(CLK_LOCAL_MEM_FENCE);
+  if (k_blocks) {
+    for (int blk = lid; blk < d / 32; blk += WG) {
+      float amax = 0.0f;
+      for (int j = 0; j < 32; ++j) amax = fmax(amax, fabs(qs[32 * blk + j]));
+      const float dq = amax / 127.0f;
+      const float id = dq == 0.0f ? 0.0f : 1.0f / dq;
+      for (int j = 0; j < 32; ++j) qq[32 * blk + j] = np_cast_i8(round(qs[32 * blk + j] * id));
+      vstore_half_rte(dq, blk, (local half*)qh);
+      qd[blk] = vload_half(blk, (local const half*)qh);
+    }
+  }
+  // The reference over block K folds the cap into the scale: cap * tanh(dot * (scale / cap)).
+  const float kscale = softcap > 0.0f ? scale / softcap : scale;
   const int seg_b = has_seg ? q_seg[2 * t] : 0;
   const int seg_e = has_seg ? q_seg[2 * t + 1] : n_kv;
   const int qp = q_pos[t];
@@ -51,10 +99,15 @@ kernel void attention_f32(global const float* q, global const uchar* k, global c
       if (visible) {
         const size_t row = (size_t)(has_rows ? k_rows[j] : j);
         const size_t base = (row * n_kv_head + kvh) * d;
-        float dot = 0.0f;
-        for (int i = 0; i < d; ++i) dot += qs[i] * kv_load(k, k_type, base + i);
-        score = dot * scale;
-        if (softcap > 0.0f) score = softcap * tanh(score / softcap);
+        if (k_blocks) {
+          score = kv_dot_q8(k, k_type, base, d, qq, qd) * kscale;
+          if (softcap > 0.0f) score = softcap * tanh(score);
+        } else {
+          float dot = 0.0f;
+          for (int i = 0; i < d; ++i) dot += qs[i] * kv_load(k, k_type, base + i);
+          score = dot * scale;
+          if (softcap > 0.0f) score = softcap * tanh(score / softcap);
+        }
       }
     }
     sc[lid] = score;
