@@ -151,6 +151,7 @@ OpenclBackend::~OpenclBackend() {
   weights_.clear();
   dummy_ = DeviceBuffer();
   act_q_ = DeviceBuffer();
+  rope_buf_ = DeviceBuffer();
 }
 
 Result<std::unique_ptr<OpenclBackend>> OpenclBackend::create(const OpenclBackendOptions& options) {
