@@ -193,7 +193,8 @@ Status OpenclBackend::init(const OpenclBackendOptions& options) {
                                     ? " -cl-fp32-correctly-rounded-divide-sqrt"
                                     : "";
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const std::string build_opts = "-cl-std=CL1.2 -DWG=" + std::to_string(wg_) + exact_div;
+    const std::string build_opts = "-cl-std=CL1.2 -DWG=" + std::to_string(wg_) + exact_div +
+                                   (options.use_fp64 ? "" : " -DGENIEX_NO_FP64");
     GENIEX_ASSIGN_OR_RETURN(auto built,
                             build_program(*api_, ctx_.get(), dev, kernel_source(), build_opts,
                                           device_.info.platform + "|" + device_.info.name + "|" +

@@ -445,5 +445,53 @@ TEST(OpenclOps, CacheWriteSlotOutOfRangeWritesNothing) {
   EXPECT_TRUE(std::all_of(host.begin(), host.end(), [](uint8_t v) { return v == 0; }));
 }
 
+// Devices without cl_khr_fp64 (Adreno) build the kernels with `wide` = float: they must still
+// compile and stay within the f32 bounds; the block MatMul does not depend on fp64.
+TEST(OpenclOps, WithoutFp64TheF32FallbackStaysClose) {
+  OpenclBackendOptions o;
+  o.program_cache_dir = "none";
+  o.use_fp64 = false;
+  auto b = make_opencl_backend(o);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  {
+    Case c;
+    const NodeId x = c.input({96, 5, 1, 1});
+    const NodeId n = c.op(OpKind::kRmsNorm, {x, c.weight(GgmlType::kF32, 96)});
+    const NodeId g = c.op(OpKind::kSilu, {n});
+    EXPECT_LE(compare(c, g, "no fp64: rms_norm + silu", **b), kF32Bound);
+  }
+  {
+    Case c;
+    const NodeId y = c.op(OpKind::kSoftmax, {c.input({77, 3, 1, 1})}, scale_params(0.7f));
+    EXPECT_LE(compare(c, y, "no fp64: softmax", **b), kF32Bound);
+  }
+  {
+    Case c;
+    OpParams p;
+    p.rope.base = 10000.0f;
+    const NodeId y =
+        c.op(OpKind::kRope, {c.input({64, 3, 4, 1}), c.ints({0, 7, 300, 4000}, "pos")}, p);
+    EXPECT_LE(compare(c, y, "no fp64: rope", **b), kF32Bound);
+  }
+  {
+    Case c;
+    const NodeId y =
+        c.op(OpKind::kMatMul, {c.weight(GgmlType::kQ4_K, 512, 20), c.input({512, 3, 1, 1})});
+    EXPECT_LE(compare(c, y, "no fp64: matmul Q4_K", **b), kBlockBound);
+  }
+}
+
+// RoPE's cos / sin table is built on the host, so freq_factors must be readable there.
+TEST(OpenclOps, RopeWithComputedFreqFactorsIsUnsupportedAndSaysWhy) {
+  Case c;
+  const NodeId ff = c.op(OpKind::kScale, {c.input({16, 1, 1, 1})}, scale_params(2.0f));
+  OpParams p;
+  p.rope.base = 10000.0f;
+  const NodeId y = c.op(OpKind::kRope, {c.input({32, 2, 1, 1}), c.ints({3}, "pos"), ff}, p);
+  const OpSupport s = shared_backend().supports(c.g, y);
+  EXPECT_EQ(s.level, Support::kUnsupported);
+  EXPECT_NE(s.reason.find("freq_factors"), std::string::npos) << s.reason;
+}
+
 }  // namespace
 }  // namespace geniex::backends::opencl_test

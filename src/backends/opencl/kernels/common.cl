@@ -7,7 +7,7 @@
 // float; with fp64 these kernels do the same, so their results equal the reference's (and the
 // CPU backend's) almost always bit for bit, instead of differing by an ulp or two. Those ulps
 // matter: a later Q8_0 activation quantization can round them to a different integer.
-#ifdef cl_khr_fp64
+#if defined(cl_khr_fp64) && !defined(GENIEX_NO_FP64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 typedef double wide;
 #else
