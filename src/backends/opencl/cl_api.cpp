@@ -40,10 +40,15 @@ Result<ClApi> load_from(const std::string& file) {
 }  // namespace
 
 Result<const ClApi*> load_cl_api(const std::string& path) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<LoadedApi>> loaded;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = loaded[path];
+  // Never destroyed: backends held in static storage (e.g. a test's kept models) are destroyed
+  // after this function's statics would be, and their destructors still call through the table.
+  struct Registry {
+    std::mutex mu;
+    std::map<std::string, std::unique_ptr<LoadedApi>> loaded;
+  };
+  static Registry* const reg = new Registry;  // NOLINT(cppcoreguidelines-owning-memory)
+  std::lock_guard<std::mutex> lock(reg->mu);
+  auto& slot = reg->loaded[path];
   if (!slot) {
     slot = std::make_unique<LoadedApi>();
     const std::vector<std::string> files =

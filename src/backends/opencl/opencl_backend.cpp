@@ -106,11 +106,13 @@ SlotPlan plan_slots(const graph::Graph& g, const std::vector<NodeId>& outputs) {
 constexpr size_t kMaxStagingBytes = size_t{64} << 20;
 
 constexpr const char* kKernelNames[] = {
-    "matmul_q4_0",   "matmul_q5_0",  "matmul_q8_0", "matmul_q4_k", "matmul_q5_k",  "matmul_q6_k",
-    "matmul_iq4_nl", "matmul_f32",   "matmul_f16",  "matmul_bf16", "embed_q4_0",   "embed_q5_0",
-    "embed_q8_0",    "embed_q4_k",   "embed_q5_k",  "embed_q6_k",  "embed_iq4_nl", "embed_f32",
-    "embed_f16",     "embed_bf16",   "unary_f32",   "glu_f32",     "binary_f32",   "get_rows_f32",
-    "cache_write",   "rms_norm_f32", "softmax_f32", "rope_f32",    "attention_f32"};
+    "matmul_q4_0",       "matmul_q5_0",   "matmul_q8_0", "matmul_q4_k",   "matmul_q5_k",
+    "matmul_q6_k",       "matmul_iq4_nl", "matmul_f32",  "matmul_f16",    "matmul_bf16",
+    "embed_q4_0",        "embed_q5_0",    "embed_q8_0",  "embed_q4_k",    "embed_q5_k",
+    "embed_q6_k",        "embed_iq4_nl",  "embed_f32",   "embed_f16",     "embed_bf16",
+    "unary_f32",         "glu_f32",       "binary_f32",  "get_rows_f32",  "cache_write",
+    "rms_norm_f32",      "softmax_f32",   "rope_f32",    "attention_f32", "quantize_q8_0_rows",
+    "quantize_q8_k_rows"};
 
 }  // namespace
 
@@ -148,6 +150,8 @@ OpenclBackend::~OpenclBackend() {
   plans_.clear();
   weights_.clear();
   dummy_ = DeviceBuffer();
+  act_q_ = DeviceBuffer();
+  rope_buf_ = DeviceBuffer();
 }
 
 Result<std::unique_ptr<OpenclBackend>> OpenclBackend::create(const OpenclBackendOptions& options) {
@@ -181,8 +185,16 @@ Status OpenclBackend::init(const OpenclBackendOptions& options) {
       options.memory_limit_bytes != 0 ? options.memory_limit_bytes : device_.info.global_mem_bytes;
   // Kernels are compiled for one work-group size (-DWG). A kernel the driver limits to less
   // (register pressure, e.g. on Adreno) makes us rebuild once with the smaller size.
+  // The activation quantizers divide (d = max / 127, 1 / d); OpenCL allows 2.5 ulp for a
+  // division unless it is asked for (and offers) correctly rounded ones, as the reference gets.
+  cl_device_fp_config fp = 0;
+  api_->clGetDeviceInfo(dev, CL_DEVICE_SINGLE_FP_CONFIG, sizeof(fp), &fp, nullptr);
+  const std::string exact_div = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0
+                                    ? " -cl-fp32-correctly-rounded-divide-sqrt"
+                                    : "";
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const std::string build_opts = "-cl-std=CL1.2 -DWG=" + std::to_string(wg_);
+    const std::string build_opts = "-cl-std=CL1.2 -DWG=" + std::to_string(wg_) + exact_div +
+                                   (options.use_fp64 ? "" : " -DGENIEX_NO_FP64");
     GENIEX_ASSIGN_OR_RETURN(auto built,
                             build_program(*api_, ctx_.get(), dev, kernel_source(), build_opts,
                                           device_.info.platform + "|" + device_.info.name + "|" +

@@ -33,6 +33,9 @@ struct OpenclBackendOptions {
   std::string loader_path;
   /// Time every kernel with profiling events (OpenclStats::device_ms).
   bool profiling = true;
+  /// Use double (cl_khr_fp64, where the device has it) in norms, activations, softmax and RoPE
+  /// to match the reference's rounding; false: f32 only, as on devices without fp64 (tests).
+  bool use_fp64 = true;
 };
 
 /// Counters of one OpenCL backend instance (cumulative unless named last_*).

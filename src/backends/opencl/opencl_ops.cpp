@@ -1,5 +1,6 @@
 // Per-op work of the OpenCL backend: what it supports, and the kernel launch for each op.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "backends/opencl/opencl_backend_impl.h"
@@ -98,6 +99,16 @@ OpSupport OpenclBackend::supports(const graph::Graph& g, NodeId id) const {
       }
       return {Support::kNative, {}};
     }
+    case OpKind::kRope: {
+      if (n.inputs.size() == 3) {  // the host reads freq_factors to build the cos / sin table
+        const Node& f = g.node(n.inputs[2]);
+        const bool host_f32 = f.desc.dtype == GgmlType::kF32 &&
+                              (f.role == NodeRole::kWeight || f.role == NodeRole::kInput);
+        if (!host_f32)
+          return {Support::kUnsupported, "rope freq_factors must be an F32 weight or input"};
+      }
+      break;
+    }
     case OpKind::kCacheWrite: {
       if (kv_type_code(desc(0).dtype) < 0) {
         return {Support::kUnsupported, std::string(ggml_type_name(desc(0).dtype)) +
@@ -162,29 +173,7 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
       return launch("softmax_f32", {sz(desc(0).nrows()) * wg_, 1, 1}, wg, x, y, ci(desc(0).ne[0]),
                     cl_float{p.scale});
     }
-    case OpKind::kRope: {
-      GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));
-      const int64_t d = desc(0).ne[0];
-      const int64_t n_dims = p.rope.n_dims == 0 ? d : p.rope.n_dims;
-      if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > d) {
-        return invalid_argument("rope: need even n_dims <= head_dim, got n_dims=" +
-                                std::to_string(n_dims) + " head_dim=" + std::to_string(d));
-      }
-      if (in.size() == 3 && desc(2).nelements() != n_dims / 2) {
-        return invalid_argument("rope: freq_factors has " + std::to_string(desc(2).nelements()) +
-                                " entries, expected " + std::to_string(n_dims / 2));
-      }
-      cl_mem ff = dummy_.get();
-      if (in.size() == 3) {
-        GENIEX_ASSIGN_OR_RETURN(ff, f32_of(g, in[2]));
-      }
-      const cl_int has_ff = in.size() == 3 ? 1 : 0;
-      const cl_int neox = p.rope.mode == graph::RopeMode::kNeox ? 1 : 0;
-      return launch("rope_f32",
-                    {sz(n_dims / 2 + (d - n_dims)), sz(desc(0).ne[1]), sz(desc(0).ne[2])}, any, x,
-                    plan_->mem[in[1]], ff, has_ff, y, ci(d), ci(n_dims), cl_float{p.rope.base},
-                    cl_float{p.rope.freq_scale}, neox);
-    }
+    case OpKind::kRope: return op_rope(g, id);
     case OpKind::kGelu:
     case OpKind::kSilu:
     case OpKind::kScale:
@@ -234,6 +223,79 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
   return internal_error("opencl: unhandled op kind");
 }
 
+// RoPE. The cos / sin of the angles are computed on the host in double, as the reference and
+// the CPU backend do (graph/ref_ops.cpp, backends/cpu/op_rope.cpp), and uploaded as a float
+// table [T][n_dims / 2][4]; the device rotates in wide (double with fp64). f32 angles on the device
+// would be off by ~pos * 6e-8 rad, enough to flip later Q8_0 activation roundings against the CPU.
+Status OpenclBackend::op_rope(const graph::Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  const auto& in = n.inputs;
+  const auto& rp = n.params.rope;
+  const auto& xd = g.node(in[0]).desc;
+  GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));
+  const int64_t d = xd.ne[0];
+  const int64_t n_dims = rp.n_dims == 0 ? d : rp.n_dims;
+  if (n_dims <= 0 || n_dims % 2 != 0 || n_dims > d) {
+    return invalid_argument("rope: need even n_dims <= head_dim, got n_dims=" +
+                            std::to_string(n_dims) + " head_dim=" + std::to_string(d));
+  }
+  const int64_t half = n_dims / 2;
+  const auto pos = host_i32(in[1]);
+  if (static_cast<int64_t>(pos.size()) != xd.ne[2]) {
+    return invalid_argument("rope: " + std::to_string(pos.size()) + " positions for " +
+                            std::to_string(xd.ne[2]) + " tokens");
+  }
+  std::span<const float> ff;
+  if (in.size() == 3) {
+    const Node& f = g.node(in[2]);
+    if (f.desc.nelements() != half) {
+      return invalid_argument("rope: freq_factors has " + std::to_string(f.desc.nelements()) +
+                              " entries, expected " + std::to_string(half));
+    }
+    if (f.role == NodeRole::kWeight && f.desc.dtype == GgmlType::kF32) {
+      const auto b = host_weight_[in[2]];
+      ff = {reinterpret_cast<const float*>(b.data()), sz(half)};
+    } else if (f.role == NodeRole::kInput) {
+      ff = host_f32_[in[2]].first(sz(half));
+    } else {
+      return invalid_argument("rope: freq_factors must be an F32 weight or input");
+    }
+  }
+  std::vector<double> powers(sz(half));
+  for (int64_t i = 0; i < half; ++i) {
+    powers[sz(i)] = std::pow(static_cast<double>(rp.base),
+                             -2.0 * static_cast<double>(i) / static_cast<double>(n_dims));
+  }
+  // Each double is sent as a float pair (hi, lo = the rest), so a device with fp64 rotates with
+  // ~48-bit cos / sin like the reference's double ones.
+  rope_table_.resize(pos.size() * sz(half) * 4);
+  for (size_t t = 0; t < pos.size(); ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      double theta = static_cast<double>(pos[t]) * rp.freq_scale * powers[sz(i)];
+      if (!ff.empty()) theta /= static_cast<double>(ff[sz(i)]);
+      float* e = rope_table_.data() + (t * sz(half) + sz(i)) * 4;
+      const double c = std::cos(theta), sn = std::sin(theta);
+      e[0] = static_cast<float>(c);
+      e[1] = static_cast<float>(c - static_cast<double>(e[0]));
+      e[2] = static_cast<float>(sn);
+      e[3] = static_cast<float>(sn - static_cast<double>(e[2]));
+    }
+  }
+  const size_t bytes = rope_table_.size() * sizeof(float);
+  if (rope_buf_.bytes() < bytes) {
+    rope_buf_ = DeviceBuffer();
+    GENIEX_ASSIGN_OR_RETURN(rope_buf_, alloc(bytes, "the RoPE table"));
+  }
+  // Staged: the in-order queue runs this write after the previous RoPE kernel read the buffer.
+  GENIEX_TRY(upload(rope_buf_.get(), 0, rope_table_.data(), bytes, true));
+  const cl_int neox = rp.mode == graph::RopeMode::kNeox ? 1 : 0;
+  return launch("rope_f32", {sz(half + (d - n_dims)), sz(xd.ne[1]), sz(xd.ne[2])}, {0, 0, 0}, x,
+                rope_buf_.get(), vals_[id].f32, ci(d), ci(n_dims), neox);
+}
+
+// Block weights follow the reference: the activation rows are quantized once on the device to
+// the weight's vec-dot type (Q8_0 or Q8_K; the buffer is reused across MatMuls, the queue is
+// in order), then the dot kernel forms integer block sums (kernels/matmul_q.cl).
 Status OpenclBackend::op_matmul(const graph::Graph& g, NodeId id) {
   const Node& n = g.node(id);
   const auto& w = g.node(n.inputs[0]);
@@ -249,8 +311,37 @@ Status OpenclBackend::op_matmul(const graph::Graph& g, NodeId id) {
   const cl_ulong row_bytes = *ggml_row_bytes(t, static_cast<uint64_t>(k));
   constexpr int64_t kRowsPerGroup = 4;  // MT in matmul.cl
   const std::string name = std::string("matmul_") + type_suffix(t);
-  return launch(name.c_str(), {sz(nn) * wg_, sz((m + kRowsPerGroup - 1) / kRowsPerGroup), 1},
-                {wg_, 1, 1}, wm, row_bytes, x, vals_[id].f32, ci(k), ci(nn), ci(m));
+  const std::array<size_t, 3> global{sz(nn) * wg_, sz((m + kRowsPerGroup - 1) / kRowsPerGroup), 1};
+  if (!is_block_type(t)) {
+    return launch(name.c_str(), global, {wg_, 1, 1}, wm, row_bytes, x, vals_[id].f32, ci(k), ci(nn),
+                  ci(m));
+  }
+  const bool q8k = quant::vec_dot_type(t) == GgmlType::kQ8_K;
+  const int64_t block = q8k ? 256 : 32;
+  if (k % block != 0) {
+    return invalid_argument("matmul: K=" + std::to_string(k) + " is not a multiple of " +
+                            std::to_string(block) + " for " + std::string(ggml_type_name(t)));
+  }
+  // Layout (matmul_q.cl): int8 quants [m][k], scales (f16 / f32) per block, Q8_K's 16-sums.
+  const size_t quants = sz(m * k);
+  const cl_ulong d_off = (quants + 15) / 16 * 16;
+  const size_t blocks = sz(m * (k / block));
+  const cl_ulong bs_off = d_off + (blocks * (q8k ? 4 : 2) + 15) / 16 * 16;
+  const size_t bytes = bs_off + (q8k ? sz(m * (k / 16)) * 2 : 0);
+  if (act_q_.bytes() < bytes) {
+    act_q_ = DeviceBuffer();
+    GENIEX_ASSIGN_OR_RETURN(act_q_, alloc(bytes, "quantized matmul activations"));
+  }
+  cl_mem aq = act_q_.get();
+  if (q8k) {
+    GENIEX_TRY(launch("quantize_q8_k_rows", {sz(k / 256), sz(m), 1}, {0, 0, 0}, x, aq, d_off,
+                      bs_off, ci(k)));
+    return launch(name.c_str(), global, {wg_, 1, 1}, wm, row_bytes, aq, d_off, bs_off,
+                  vals_[id].f32, ci(k), ci(nn), ci(m));
+  }
+  GENIEX_TRY(launch("quantize_q8_0_rows", {sz(k / 32), sz(m), 1}, {0, 0, 0}, x, aq, d_off, ci(k)));
+  return launch(name.c_str(), global, {wg_, 1, 1}, wm, row_bytes, aq, d_off, vals_[id].f32, ci(k),
+                ci(nn), ci(m));
 }
 
 Status OpenclBackend::op_embedding(const graph::Graph& g, NodeId id) {

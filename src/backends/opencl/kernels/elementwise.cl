@@ -3,12 +3,17 @@
 // its index against n. Unary op codes: 0 GELU (tanh), 1 SiLU, 2 scale,
 // 3 softcap (p * tanh(x / p)).
 
+// As graph/ref_ops.cpp: in wide (double with fp64), rounded once to float.
 inline float gelu_tanh(float x) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  return 0.5f * x * (1.0f + tanh(k * (x + 0.044715f * x * x * x)));
+  const wide v = x;
+  const wide k = sqrt((wide)2.0 / (wide)3.14159265358979323846);
+  return (float)((wide)0.5 * v * ((wide)1.0 + tanh(k * (v + (wide)0.044715 * v * v * v))));
 }
 
-inline float silu(float x) { return x / (1.0f + exp(-x)); }
+inline float silu(float x) {
+  const wide v = x;
+  return (float)(v / ((wide)1.0 + exp(-v)));
+}
 
 kernel void unary_f32(global const float* x, global float* y, int op, float p, ulong n) {
   const size_t i = get_global_id(0);
@@ -19,7 +24,7 @@ kernel void unary_f32(global const float* x, global float* y, int op, float p, u
     case 0: r = gelu_tanh(v); break;
     case 1: r = silu(v); break;
     case 2: r = v * p; break;
-    default: r = p * tanh(v / p); break;
+    default: r = (float)((wide)p * tanh((wide)v / (wide)p)); break;
   }
   y[i] = r;
 }

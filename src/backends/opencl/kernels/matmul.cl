@@ -1,6 +1,7 @@
 // y[m, n] = sum_k W[n, k] * x[m, k]. One work-group per weight row n and tile of MT activation
-// rows: the weight row is read (and dequantized) once per tile, f32 accumulation, a local-memory
-// tree reduction at the end (no subgroups, so it runs on any OpenCL 1.2 device).
+// rows: the weight row is read once per tile, a local-memory tree reduction at the end (no
+// subgroups, so it runs on any OpenCL 1.2 device). This file: F32 / F16 / BF16 weights (f32
+// products and accumulation) and the embeddings; block weights are in matmul_q.cl.
 #define MT 4
 
 inline void mm_store(float* acc, local float* red, global float* y, int n, int N, int m0, int M) {
@@ -17,34 +18,6 @@ inline void mm_store(float* acc, local float* red, global float* y, int n, int N
     for (int i = 0; i < MT && m0 + i < M; ++i) y[(size_t)(m0 + i) * N + n] = red[i * WG];
   }
 }
-
-#define GENIEX_MM_BLOCKS(NAME, DEQ)                                                             \
-  kernel void NAME(global const uchar* w, ulong row_bytes, global const float* x,               \
-                   global float* y, int K, int N, int M) {                                      \
-    local float red[MT * WG];                                                                   \
-    const int n = get_group_id(0), m0 = get_group_id(1) * MT, lid = get_local_id(0);            \
-    global const uchar* row = w + (size_t)n * row_bytes;                                        \
-    float acc[MT] = {0.0f, 0.0f, 0.0f, 0.0f};                                                   \
-    float v[32];                                                                                \
-    for (int u = lid; u < K / 32; u += WG) {                                                    \
-      DEQ(row, u, v);                                                                           \
-      for (int i = 0; i < MT && m0 + i < M; ++i) {                                              \
-        global const float* xr = x + (size_t)(m0 + i) * K + (size_t)u * 32;                    \
-        float s = 0.0f;                                                                         \
-        for (int j = 0; j < 32; ++j) s += v[j] * xr[j];                                         \
-        acc[i] += s;                                                                            \
-      }                                                                                         \
-    }                                                                                           \
-    mm_store(acc, red, y, n, N, m0, M);                                                         \
-  }
-
-GENIEX_MM_BLOCKS(matmul_q4_0, deq_q4_0)
-GENIEX_MM_BLOCKS(matmul_q5_0, deq_q5_0)
-GENIEX_MM_BLOCKS(matmul_q8_0, deq_q8_0)
-GENIEX_MM_BLOCKS(matmul_q4_k, deq_q4_k)
-GENIEX_MM_BLOCKS(matmul_q6_k, deq_q6_k)
-GENIEX_MM_BLOCKS(matmul_q5_k, deq_q5_k)
-GENIEX_MM_BLOCKS(matmul_iq4_nl, deq_iq4_nl)
 
 #define GENIEX_MM_ELEMS(NAME, LOAD)                                                             \
   kernel void NAME(global const uchar* w, ulong row_bytes, global const float* x,               \
