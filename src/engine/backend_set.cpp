@@ -1,6 +1,10 @@
 #include "engine/backend_set.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string_view>
 
 #include "backends/cpu/cpu_backend.h"
@@ -18,6 +22,25 @@ std::string env(const char* name) {
 }
 
 #if GENIEX_HAVE_OPENCL
+// True when the ICD loader's vendor folder ($OCL_ICD_VENDORS or /etc/OpenCL/vendors) lists no
+// driver, or only PoCL (which runs kernels on the CPU).
+bool only_cpu_opencl_drivers() {
+  std::string dir = env("OCL_ICD_VENDORS");
+  if (dir.empty()) dir = "/etc/OpenCL/vendors";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return false;  // a file or unusual setup: ask
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".icd") continue;
+    std::ifstream in(e.path());
+    std::string lib;
+    std::getline(in, lib);
+    std::transform(lib.begin(), lib.end(), lib.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lib.find("pocl") == std::string::npos) return false;
+  }
+  return true;
+}
+
 // "Rope,Attention" -> the op kinds; unknown names are an error naming them.
 Result<std::set<graph::OpKind>> parse_ops(const std::string& list) {
   std::set<graph::OpKind> out;
@@ -51,6 +74,12 @@ Result<std::unique_ptr<backends::Backend>> opencl_unit(bool any_type, const Back
   }
   if (!any_type && co.device_filter.empty()) {
     // Only real GPUs unless pinned: a CPU OpenCL driver is slower than our own CPU kernels.
+    // Loading one just to ask costs ~60 MiB (PoCL brings LLVM): skip when every installed ICD
+    // is PoCL.
+    if (only_cpu_opencl_drivers()) {
+      if (o.log) o.log("gpu: only CPU OpenCL drivers are installed (pin --device gpu to use them)");
+      return std::unique_ptr<backends::Backend>();
+    }
     auto devs = backends::list_opencl_devices();
     bool gpu = false;
     if (devs.ok()) {
