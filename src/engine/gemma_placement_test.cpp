@@ -42,14 +42,16 @@ TEST(GemmaPlacement, EveryUnitAgreesWithTheCpuOn256TokensOfText) {
     const char* what;
     Device device;
     double min_top1, max_kl;
+    const char* unit;  ///< must appear in the placement (no silent CPU fallback)
   };
   // The reference NPU computes matmuls with int8 weights per channel and int8 activations per
   // token: its own, wider bound (measured: top-1 0.83, KL 0.041; greedy agreement with
   // llama.cpp in tests/python/test_placement_cli.py).
-  for (const Case& c : {Case{"opencl", Device::gpu(), 0.99, 0.01},
-                        Case{"reference npu (int8)", Device::npu(), 0.80, 0.06}}) {
+  for (const Case& c : {Case{"opencl", Device::gpu(), 0.99, 0.01, "whole model -> opencl("},
+                        Case{"reference npu (int8)", Device::npu(), 0.80, 0.06, "-> npu(ref"}}) {
     SCOPED_TRACE(c.what);
     Model m = load_on(path, c.device);
+    ASSERT_NE(m.info().placement.find(c.unit), std::string::npos) << m.info().placement;
     auto got = m.logits(toks);
     ASSERT_TRUE(got.ok()) << got.status().to_string();
     const Agreement ag = compare(*ref, *got, n_vocab);

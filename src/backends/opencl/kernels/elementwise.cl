@@ -10,6 +10,20 @@ inline float gelu_tanh(float x) {
   return (float)((wide)0.5 * v * ((wide)1.0 + tanh(k * (v + (wide)0.044715 * v * v * v))));
 }
 
+// GELU as ggml's CPU path and our CPU backend compute it (backends/cpu/op_activation.cpp), so
+// placements agree: x in (-10, 10) rounded to f16, the tanh approximation in float, the result
+// rounded to f16; 0 below -10, x above 10. The exact form above stays for reference tests.
+inline float gelu_f16(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  ushort bits;  // storage for one half (a half variable itself needs cl_khr_fp16)
+  vstore_half_rte(x, 0, (half*)&bits);
+  const float v = vload_half(0, (const half*)&bits);
+  const float g = 0.5f * v * (1.0f + tanh(0.7978845608028654f * v * (1.0f + 0.044715f * v * v)));
+  vstore_half_rte(g, 0, (half*)&bits);
+  return vload_half(0, (const half*)&bits);
+}
+
 inline float silu(float x) {
   const wide v = x;
   return (float)(v / ((wide)1.0 + exp(-v)));
@@ -21,7 +35,7 @@ kernel void unary_f32(global const float* x, global float* y, int op, float p, u
   const float v = x[i];
   float r;
   switch (op) {
-    case 0: r = gelu_tanh(v); break;
+    case 0: r = gelu_f16(v); break;
     case 1: r = silu(v); break;
     case 2: r = v * p; break;
     default: r = (float)((wide)p * tanh((wide)v / (wide)p)); break;
@@ -35,7 +49,7 @@ kernel void glu_f32(global const float* gate, global const float* up, global flo
   const size_t i = get_global_id(0);
   if (i >= n) return;
   const float g = gate[i];
-  y[i] = (act == 0 ? silu(g) : gelu_tanh(g)) * up[i];
+  y[i] = (act == 0 ? silu(g) : gelu_f16(g)) * up[i];
 }
 
 // y = a (+|*) b with b broadcast along dims where its extent is 1; one work-item per element of
