@@ -396,7 +396,11 @@ int run_bench(const BenchOptions& o) {
         }
         return Json{{"stages", a}, {"wall_ms", p.wall_ms}, {"busy_ms", p.busy_ms()}};
       };
-      j["profile"] = Json{{"pp", prof(pp_prof)}, {"tg", prof(tg_prof)}};
+      const EngineStats es = model->engine_stats();
+      j["profile"] = Json{{"pp", prof(pp_prof)},
+                          {"tg", prof(tg_prof)},
+                          {"boundary_bytes", es.boundary_bytes},
+                          {"fallbacks", es.fallbacks}};
     }
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   } else {
@@ -404,6 +408,11 @@ int run_bench(const BenchOptions& o) {
     if (o.profile) {
       print_profile("pp", pp_prof);
       print_profile("tg", tg_prof);
+      const EngineStats es = model->engine_stats();
+      std::printf(
+          "\nboundary buffers (planned once per graph, reused): %.1f KiB | run-time "
+          "fallbacks: %lld\n",
+          static_cast<double>(es.boundary_bytes) / 1024.0, static_cast<long long>(es.fallbacks));
       std::printf("\n%s", model->explain_placement().c_str());
     }
   }

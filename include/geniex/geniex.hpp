@@ -71,6 +71,7 @@ struct EngineStats {
   int32_t active = 0;          ///< requests holding a sequence
   int32_t queued = 0;          ///< requests waiting for a sequence
   int64_t fallbacks = 0;       ///< times a unit failed at run time and its stages moved
+  int64_t boundary_bytes = 0;  ///< host buffers for values crossing units (planned, reused)
 };
 
 /// Time and copies of one placement segment (a run of stages on one unit), summed over the

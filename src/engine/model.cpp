@@ -72,8 +72,11 @@ KvStats Model::kv_stats() const {
 
 EngineStats Model::engine_stats() const {
   const auto s = impl_->batch->stats();
-  EngineStats e{s.steps, s.batched_tokens, s.active, s.queued, 0};
-  impl_->batch->exclusive([&] { e.fallbacks = impl_->scheduler->fallbacks(); });
+  EngineStats e{s.steps, s.batched_tokens, s.active, s.queued, 0, 0};
+  impl_->batch->exclusive([&] {
+    e.fallbacks = impl_->scheduler->fallbacks();
+    e.boundary_bytes = impl_->scheduler->boundary_bytes();
+  });
   return e;
 }
 

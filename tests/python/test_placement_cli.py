@@ -40,6 +40,9 @@ def test_bench_profile_reports_stages_units_and_copies(geniex_bin):
         # The embedding's output is the only value crossing to the NPU.
         assert emb["bytes_out"] > 0 and layers["bytes_in"] == emb["bytes_out"]
         assert p["busy_ms"] > 0 and p["wall_ms"] > 0
+    # One boundary buffer per cut graph (prefill and decode shapes), allocated once.
+    assert j["profile"]["boundary_bytes"] >= 40 * 4 * 64
+    assert j["profile"]["fallbacks"] == 0
 
 
 def test_unknown_device_is_a_usage_error(geniex_bin):
