@@ -5,6 +5,7 @@
 // small-shape tests use (README "Numerics"); these shapes run several work-group passes, key
 // chunks and activation-quantizer blocks per row that the small ones do not reach.
 #include <numeric>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct MatMulShape {
   int64_t k, n;
   const char* what;
 };
+
+// Names the shape in test listings (gtest would print the struct's bytes, pointer included).
+void PrintTo(const MatMulShape& s, std::ostream* os) { *os << s.what; }
 
 class OpenclGemmaMatMul : public ::testing::TestWithParam<MatMulShape> {};
 
