@@ -44,10 +44,17 @@ TEST(GemmaPlacement, EveryUnitAgreesWithTheCpuOn256TokensOfText) {
     double min_top1, max_kl;
     const char* unit;  ///< must appear in the placement (no silent CPU fallback)
   };
+  // Bounds. On 256 tokens of real text this 270M model amplifies rounding differences layer by
+  // layer (activations are re-quantized to 8 bits before every matmul), so no two distinct
+  // numerics agree to 0.99 top-1: measured on this machine, CPU (AVX2 kernels) vs CPU (AVX-512)
+  // 0.945 / KL 6.3e-3, CPU (scalar) vs CPU (AVX-512) 0.926 / 6.4e-3, the exact double-precision
+  // reference vs the CPU 0.930 / 6.3e-3 (src/backends/opencl/README.md). OpenCL must sit inside
+  // that spread (measured 0.930 / 6.2e-3: every op matches the reference to ~1e-14 at Gemma's
+  // shapes, opencl_gemma_shapes_test); the tiny models hold it to >= 0.99 (placement_gpu_test).
   // The reference NPU computes matmuls with int8 weights per channel and int8 activations per
   // token: its own, wider bound (measured: top-1 0.83, KL 0.041; greedy agreement with
   // llama.cpp in tests/python/test_placement_cli.py).
-  for (const Case& c : {Case{"opencl", Device::gpu(), 0.99, 0.01, "whole model -> opencl("},
+  for (const Case& c : {Case{"opencl", Device::gpu(), 0.90, 0.01, "whole model -> opencl("},
                         Case{"reference npu (int8)", Device::npu(), 0.80, 0.06, "-> npu(ref"}}) {
     SCOPED_TRACE(c.what);
     Model m = load_on(path, c.device);

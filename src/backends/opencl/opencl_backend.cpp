@@ -473,6 +473,24 @@ Status OpenclBackend::bind(const graph::Graph& g, const graph::Bindings& binding
   return {};
 }
 
+Status OpenclBackend::prepare(const graph::Graph& g, const graph::Bindings& bindings) {
+  GENIEX_TRY(bind(g, bindings));
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& node = g.node(id);
+    if (node.role != NodeRole::kOp || node.op == OpKind::kRope) continue;  // rope: host table
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const NodeId in = node.inputs[i];
+      if (g.node(in).role != NodeRole::kWeight) continue;
+      // The forms the kernels read: raw blocks for MatMul / Embedding tables, F32 otherwise.
+      const bool raw = ((node.op == OpKind::kMatMul || node.op == OpKind::kEmbedding) && i == 0) ||
+                       (node.op == OpKind::kAttention && (i == 1 || i == 2));
+      GENIEX_TRY(weight_buffer(g, in, !raw).status());
+    }
+  }
+  const cl_int err = api_->clFinish(queue_.get());
+  return err == CL_SUCCESS ? Status{} : cl_status(err, "clFinish (prepare)");
+}
+
 Status OpenclBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
   const graph::BindingsAccess b(bindings);
   const size_t n = g.size();

@@ -67,6 +67,9 @@ class OpenclBackend final : public Backend {
   [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kGpu; }
   [[nodiscard]] OpSupport supports(const graph::Graph& graph, graph::NodeId id) const override;
   Status run(const graph::Graph& graph, const graph::Bindings& bindings) override;
+  /// Uploads the graph's weights into the device weight cache (the scheduler calls it for the
+  /// next stage while another unit runs the current one).
+  Status prepare(const graph::Graph& graph, const graph::Bindings& bindings) override;
 
   /// Counters since creation.
   [[nodiscard]] OpenclStats stats() const;

@@ -141,6 +141,26 @@ std::unique_ptr<Backend> make(OpenclBackendOptions o) {
   return b.ok() ? std::move(*b) : nullptr;
 }
 
+TEST(OpenclGraph, PrepareUploadsTheWeightsAheadOfTheRun) {
+  // What the scheduler does for the next stage while another unit runs the current one.
+  OpenclBackendOptions o;
+  o.program_cache_dir = ::testing::TempDir() + "geniex_opencl_shared";
+  auto b = make(o);
+  ASSERT_NE(b, nullptr);
+  LayerGraph lg;
+  graph::Bindings prep = lg.c.b;
+  prep.bind_state(lg.k_state, GgmlType::kF16, lg.k_host);
+  prep.bind_state(lg.v_state, GgmlType::kF16, lg.v_host);
+  ASSERT_TRUE(b->prepare(lg.c.g, prep).ok());
+  const OpenclStats s1 = *opencl_stats(*b);
+  EXPECT_GT(s1.weight_uploads, 0u);
+  EXPECT_EQ(s1.runs, 0u) << "prepare runs nothing";
+  EXPECT_LE(lg.run_both(*b), 1e-3);
+  const OpenclStats s2 = *opencl_stats(*b);
+  EXPECT_EQ(s2.weight_uploads, s1.weight_uploads) << "the run found every weight on the device";
+  EXPECT_EQ(s2.runs, 1u);
+}
+
 TEST(OpenclGraph, HostStateIsTheTruthAndWeightsUploadOnce) {
   Backend& b = shared_backend();
   LayerGraph lg;
