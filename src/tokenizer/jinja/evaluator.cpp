@@ -253,6 +253,7 @@ void Evaluator::exec_for(const Stmt& s, Scope& scope) {
     Scope local;
     local.parent = &scope;
     auto loop = std::make_shared<DictData>();
+    ContainerArena::track(loop);
     auto add = [&](const char* k, Value v) { loop->items.emplace_back(Value(k), std::move(v)); };
     add("index", Value(i + 1));
     add("index0", Value(i));
@@ -335,6 +336,7 @@ Value Evaluator::invoke_macro(const Stmt& s, const CallArgs& args, const Value* 
   std::vector<Value> varargs;
   for (size_t i = np; i < args.positional.size(); ++i) varargs.push_back(args.positional[i]);
   auto kwargs = std::make_shared<DictData>();
+  ContainerArena::track(kwargs);
   for (const auto& [k, v] : args.keyword) {
     bool is_param = false;
     for (size_t i = 0; i < np; ++i) {

@@ -85,6 +85,8 @@ Result<Template> Template::parse(std::string_view source, const ParseOptions& op
 
 Result<std::string> Template::render(const Value& context, const RenderEnv& env) const {
   try {
+    // Declared first: destroyed last, after the evaluator's scopes let go of their values.
+    ContainerArena arena;
     Evaluator ev(env, context);
     return ev.render(impl_->body);
   } catch (const JinjaError& e) {

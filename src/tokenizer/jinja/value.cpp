@@ -36,14 +36,57 @@ const Value* CallArgs::get(size_t i, std::string_view name) const {
   return nullptr;
 }
 
+namespace {
+thread_local ContainerArena* g_arena = nullptr;
+}  // namespace
+
+ContainerArena::ContainerArena() : prev_(g_arena) { g_arena = this; }
+
+ContainerArena::~ContainerArena() {
+  g_arena = prev_;
+  // Hold every survivor first, then empty them, then let go: no container's destruction can
+  // recurse through a long chain of others (each is empty by then).
+  std::vector<std::shared_ptr<ListData>> lists;
+  std::vector<std::shared_ptr<DictData>> dicts;
+  for (auto& w : lists_) {
+    if (auto p = w.lock()) lists.push_back(std::move(p));
+  }
+  for (auto& w : dicts_) {
+    if (auto p = w.lock()) dicts.push_back(std::move(p));
+  }
+  std::vector<Value> dead_items;
+  for (auto& l : lists) {
+    for (auto& v : l->items) dead_items.push_back(std::move(v));
+    l->items.clear();
+  }
+  for (auto& d : dicts) {
+    for (auto& kv : d->items) dead_items.push_back(std::move(kv.second));
+    d->items.clear();
+  }
+  dead_items.clear();
+}
+
+void ContainerArena::track(const std::shared_ptr<ListData>& c) {
+  if (g_arena != nullptr) g_arena->lists_.push_back(c);
+}
+
+void ContainerArena::track(const std::shared_ptr<DictData>& c) {
+  if (g_arena != nullptr) g_arena->dicts_.push_back(c);
+}
+
 Value Value::list(std::vector<Value> items, bool tuple) {
   auto l = std::make_shared<ListData>();
   l->items = std::move(items);
   l->is_tuple = tuple;
+  ContainerArena::track(l);
   return Value(std::move(l));
 }
 
-Value Value::dict() { return Value(std::make_shared<DictData>()); }
+Value Value::dict() {
+  auto d = std::make_shared<DictData>();
+  ContainerArena::track(d);
+  return Value(std::move(d));
+}
 
 Value Value::function(std::string name, std::function<Value(Evaluator&, const CallArgs&)> fn,
                       bool is_macro) {

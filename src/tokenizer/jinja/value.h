@@ -121,6 +121,27 @@ class Value {
   std::variant<Undefined, None, bool, int64_t, double, std::string, List, Dict, Func> v_;
 };
 
+/// The lists and dicts created while a render runs, emptied when it ends. Templates can build
+/// reference cycles (`{% set ns.x = (ns, 1) %}`: a namespace holding itself), which shared
+/// ownership alone would leak; emptying every container the render made breaks them all. While
+/// one is alive on a thread, Value::list / Value::dict register their containers with it.
+class ContainerArena {
+ public:
+  ContainerArena();
+  ~ContainerArena();
+  ContainerArena(const ContainerArena&) = delete;
+  ContainerArena& operator=(const ContainerArena&) = delete;
+
+  /// Registers `c` with the thread's current arena, if any.
+  static void track(const std::shared_ptr<ListData>& c);
+  static void track(const std::shared_ptr<DictData>& c);
+
+ private:
+  std::vector<std::weak_ptr<ListData>> lists_;
+  std::vector<std::weak_ptr<DictData>> dicts_;
+  ContainerArena* prev_ = nullptr;
+};
+
 /// Python ==, deep and numeric-aware (1 == 1.0 == True).
 bool values_equal(const Value& a, const Value& b);
 
