@@ -273,16 +273,13 @@ Status Scheduler::execute(Plan& plan, const Graph& g, const graph::Bindings& b, 
   if (plan.single != nullptr) {
     const int64_t t0 = now_ns();
     Status s;
-    if (order().size() > 1) {
+    if (order().size() > 1 && graph::BindingsAccess(b).has_hooks()) {
       // Hooks are the caller's (e.g. KV paging): their failures are not the unit's.
       graph::Bindings wrapped = b;
       for (NodeId id = 0; id < g.size(); ++id) {
-        if (!graph::BindingsAccess(b).has_hook(id)) continue;
-        wrapped.add_hook(id, [&b, id, &hook_failed] {
-          Status hs = graph::BindingsAccess(b).run_hook(id);
-          if (!hs.ok()) hook_failed = true;
-          return hs;
-        });
+        if (graph::BindingsAccess(b).has_hook(id)) {
+          wrapped.add_hook(id, StagePlan::forward_hook(b, id, &hook_failed));
+        }
       }
       s = plan.single->run(g, wrapped);
     } else {
@@ -296,19 +293,7 @@ Status Scheduler::execute(Plan& plan, const Graph& g, const graph::Bindings& b, 
   std::vector<bool> done(segs.size(), false);
   std::vector<graph::Bindings> binds(segs.size());
   for (size_t i = 0; i < segs.size(); ++i) {
-    binds[i] = sp.bindings_for(i, b);
-    // Wrap the caller's hooks to tell their failures from the unit's.
-    for (NodeId sid = 0; sid < segs[i].sub.size(); ++sid) {
-      const NodeId p = segs[i].parent_of[sid];
-      if (segs[i].sub.node(sid).role != NodeRole::kOp || !graph::BindingsAccess(b).has_hook(p)) {
-        continue;
-      }
-      binds[i].add_hook(sid, [&b, p, &hook_failed] {
-        Status hs = graph::BindingsAccess(b).run_hook(p);
-        if (!hs.ok()) hook_failed = true;
-        return hs;
-      });
-    }
+    binds[i] = sp.bindings_for(i, b, &hook_failed);
   }
   size_t n_done = 0;
   while (n_done < segs.size()) {

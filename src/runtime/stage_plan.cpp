@@ -170,7 +170,16 @@ std::pair<int64_t, int64_t> StagePlan::copy_bytes(size_t i) const {
   return {in, out};
 }
 
-Bindings StagePlan::bindings_for(size_t i, const Bindings& parent) {
+std::function<Status()> StagePlan::forward_hook(const Bindings& parent, NodeId p,
+                                                bool* hook_failed) {
+  return [&parent, p, hook_failed] {
+    Status s = BindingsAccess(parent).run_hook(p);
+    if (!s.ok() && hook_failed != nullptr) *hook_failed = true;
+    return s;
+  };
+}
+
+Bindings StagePlan::bindings_for(size_t i, const Bindings& parent, bool* hook_failed) {
   const Segment& seg = segments_[i];
   const BindingsAccess acc(parent);
   Bindings b;
@@ -217,7 +226,7 @@ Bindings StagePlan::bindings_for(size_t i, const Bindings& parent) {
           b.bind_output(sid, it->second);
         }
         if (acc.has_hook(p)) {
-          b.add_hook(sid, [&parent, p] { return BindingsAccess(parent).run_hook(p); });
+          b.add_hook(sid, forward_hook(parent, p, hook_failed));
         }
         break;
     }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,8 +54,15 @@ class StagePlan {
 
   /// Bindings of segment `i` for one run of the parent with `parent`: leaves bound to the same
   /// host memory, boundary buffers for imports/exports, the parent's bound outputs and hooks.
-  /// The result borrows from `parent`'s buffers and from this plan; build it per run.
-  graph::Bindings bindings_for(size_t i, const graph::Bindings& parent);
+  /// The result borrows from `parent`'s buffers and from this plan; build it per run. When
+  /// `hook_failed` is given, a failing parent hook also sets it (the caller's error, not the
+  /// unit's).
+  graph::Bindings bindings_for(size_t i, const graph::Bindings& parent,
+                               bool* hook_failed = nullptr);
+
+  /// `parent`'s hook of node `p`, setting `*hook_failed` (when given) if it fails.
+  static std::function<Status()> forward_hook(const graph::Bindings& parent, graph::NodeId p,
+                                              bool* hook_failed);
 
  private:
   std::vector<Segment> segments_;
