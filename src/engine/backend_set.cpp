@@ -70,7 +70,11 @@ Result<std::unique_ptr<backends::Backend>> opencl_unit(bool any_type, const Back
   co.device_filter = env("GENIEX_OPENCL_DEVICE");
   GENIEX_ASSIGN_OR_RETURN(co.disabled_ops, parse_ops(env("GENIEX_OPENCL_DISABLE")));
   if (const std::string lim = env("GENIEX_OPENCL_MEMORY_LIMIT"); !lim.empty()) {
-    co.memory_limit_bytes = std::strtoull(lim.c_str(), nullptr, 10);
+    char* end = nullptr;
+    co.memory_limit_bytes = std::strtoull(lim.c_str(), &end, 10);
+    if (*end != '\0' || co.memory_limit_bytes == 0 || lim[0] == '-') {
+      return invalid_argument("GENIEX_OPENCL_MEMORY_LIMIT: '" + lim + "' is not a byte count");
+    }
   }
   if (!any_type && co.device_filter.empty()) {
     // Only real GPUs unless pinned: a CPU OpenCL driver is slower than our own CPU kernels.

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "engine/placement_test_util.h"
@@ -88,6 +89,19 @@ TEST(EnginePlacementGpu, AGpuOutOfMemoryMidRunFallsBackToTheCpu) {
   EXPECT_GE(gpu.engine_stats().fallbacks, 1);
   const std::string all = joined(log);
   EXPECT_NE(all.find("moves off opencl("), std::string::npos) << all;
+}
+
+TEST(EnginePlacementGpu, BadKnobsAreClearErrors) {
+  for (const auto& [name, value, want] :
+       {std::tuple{"GENIEX_OPENCL_MEMORY_LIMIT", "64k", "'64k' is not a byte count"},
+        std::tuple{"GENIEX_OPENCL_DISABLE", "Rope,Teleport", "unknown op 'Teleport'"}}) {
+    setenv(name, value, 1);
+    auto m = ModelBuilder(tiny("llama")).with_device(Device::gpu()).build();
+    unsetenv(name);
+    ASSERT_FALSE(m.ok()) << name;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find(want), std::string::npos) << m.status().message();
+  }
 }
 
 TEST(EnginePlacementGpu, NpuGpuAndCpuTogether) {
