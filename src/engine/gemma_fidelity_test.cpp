@@ -160,7 +160,9 @@ TEST_P(GemmaFidelity, GreedyContinuationsMatchLlamaCpp) {
         "[%s %s] %-40.40s %s (%zu/%zu leading tokens agree; llama.cpp margin there %.4f; "
         "llama.cpp itself machine-independent for %zu)\n",
         kv.name, c.at("kind").get<std::string>().c_str(), c.at("prompt").get<std::string>().c_str(),
-        same ? "identical" : consistent ? "DIFFERS after llama.cpp's own runs part" : "DIFFERS",
+        same         ? "identical"
+        : consistent ? "DIFFERS after llama.cpp's own runs part"
+                     : "DIFFERS",
         agree, want.size(), agree < margin.size() ? margin[agree] : 0.0, stable);
     if (!consistent) {
       ASSERT_LT(agree, margin.size());
