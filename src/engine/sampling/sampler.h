@@ -57,11 +57,15 @@ class Sampler {
  private:
   Sampler(const SamplingParams& params, int32_t n_vocab);
 
+  /// kInvalidArgument unless `logits` has n_vocab entries, none NaN or +inf.
+  Status check_logits(std::span<const float> logits) const;
   /// Checks logits/history, copies logits to work_ and applies the penalties.
   Status prepare(std::span<const float> logits, std::span<const int32_t> history);
   Status apply_penalties(std::span<const int32_t> history);
   /// Argmax of work_ (ties -> lowest id); kInvalidArgument when all are -inf.
   Result<int32_t> argmax() const;
+  /// Argmax of v (ties -> lowest id); kInvalidArgument when all are -inf. v has no NaN.
+  static Result<int32_t> argmax_of(std::span<const float> v);
   /// Runs top-k, top-p, min-p and temperature over work_; leaves the survivors in
   /// cand_[0, n) with unnormalized weights in .p and returns n. Sets total_ to their sum.
   Result<size_t> truncate();

@@ -80,6 +80,34 @@ TEST(Sampler, GreedyPicksArgmaxTiesToLowestId) {
   EXPECT_EQ((*d)[0].p, 1.0);
 }
 
+// Greedy without penalties reads the logits in place through an 8-lane max then a search for
+// the first maximum: it must equal a sequential first-maximum scan for every vocabulary size
+// (tails of 1..7 after whole lanes), wherever the maximum sits, with and without ties, and with
+// -inf entries; and all -inf is an error, as through the penalized path.
+TEST(Sampler, GreedyInPlaceEqualsSequentialScanForEverySizeAndPosition) {
+  Pcg32 rng(5);
+  SamplingParams p;
+  p.temperature = 0.0f;
+  for (int32_t n : {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 1003}) {
+    Sampler s = make(p, n);
+    for (int trial = 0; trial < 40; ++trial) {
+      std::vector<float> logits = random_logits(rng, n, 4.0f);
+      if (trial % 2 == 0) {
+        for (float& x : logits) x = std::round(x);  // ties
+      }
+      if (trial % 5 == 0 && n > 1) logits[static_cast<size_t>(trial) % logits.size()] = kNegInf;
+      if (trial % 7 == 0) logits.back() = 100.0f;                        // the maximum in the tail
+      const auto best = std::max_element(logits.begin(), logits.end());  // first maximum
+      ASSERT_EQ(*s.sample(logits, {}), static_cast<int32_t>(best - logits.begin()))
+          << "n " << n << " trial " << trial;
+    }
+    const std::vector<float> masked(static_cast<size_t>(n), kNegInf);
+    const auto r = s.sample(masked, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(Sampler, TopKOneEqualsGreedy) {
   Pcg32 rng(77);
   SamplingParams p = plain(1.3f, 5);
