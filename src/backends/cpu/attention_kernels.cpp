@@ -42,8 +42,8 @@ struct V {
 }  // namespace scalar
 
 const Kernels& scalar_kernels() {
-  static const Kernels k{scalar::attn_dot_f32,     scalar::attn_dot_f16, scalar::attn_pv_f32,
-                         scalar::attn_pv_f16,      scalar::attn_scale,   scalar::attn_dequant_q8_0,
+  static const Kernels k{scalar::attn_dots_f32,    scalar::attn_dots_f16, scalar::attn_pv_f32,
+                         scalar::attn_pv_f16,      scalar::attn_scale,    scalar::attn_dequant_q8_0,
                          scalar::attn_dequant_q4_0};
   return k;
 }

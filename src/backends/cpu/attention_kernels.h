@@ -17,9 +17,13 @@ namespace geniex::backends::cpu::attn {
 inline constexpr int kMaxRows = 4;
 
 struct Kernels {
-  /// out[r] = sum_i q[r * n + i] * k[i] for r < nr (1 <= nr <= kMaxRows).
-  void (*dot_f32)(const float* q, int nr, int64_t n, const float* k, float* out);
-  void (*dot_f16)(const float* q, int nr, int64_t n, const uint16_t* k, float* out);
+  /// s[r * s_stride + m] = sum_i q[r * n + i] * row[i] with row = k + int64_t(keys[m]) * k_stride,
+  /// for r < nr (1 <= nr <= kMaxRows) and m in [m0, m1). Each value depends only on its query
+  /// row and key row (the same bits whatever nr, m0, m1 and the other keys).
+  void (*dots_f32)(const float* q, int nr, int64_t n, const float* k, int64_t k_stride,
+                   const float* keys, int64_t m0, int64_t m1, float* s, int64_t s_stride);
+  void (*dots_f16)(const float* q, int nr, int64_t n, const uint16_t* k, int64_t k_stride,
+                   const float* keys, int64_t m0, int64_t m1, float* s, int64_t s_stride);
   /// For m in [m0, m1), in that order, with row = v + int64_t(keys[m]) * v_stride:
   ///   acc[r * acc_stride + i] += p[r * p_stride + m] * row[i]   (r < nr, i < n).
   void (*pv_f32)(const float* p, int64_t p_stride, int nr, const float* keys, int64_t m0,

@@ -13,44 +13,60 @@
 inline float attn_to_f32(float x) { return x; }
 inline float attn_to_f32(uint16_t x) { return geniex::fp16_to_fp32(x); }
 
-template <int NR, class KT>
-ATTN_TARGET void attn_dot_rows(const float* q, int64_t n, const KT* k, float* out) {
-  typename V::R a0[NR], a1[NR];
-  for (int r = 0; r < NR; ++r) a0[r] = a1[r] = V::zero();
+// Q.K dots of NR query rows with NK keys, one accumulator chain per dot over whole vectors, then
+// V::hsum4's reduction tree and a scalar tail: each dot's value depends only on its query row and
+// key (not on NR, NK or its neighbours), so grouping rows and keys differently gives the same bits.
+template <int NR, int NK, class KT>
+ATTN_TARGET inline void attn_dots_block(const float* q, int64_t n, const KT* const* k, float* s,
+                                        int64_t ss) {
+  constexpr int kAcc = NR * NK;
+  constexpr int kPad = (kAcc + 3) / 4 * 4;
+  typename V::R a[kPad];
+  for (int x = 0; x < kPad; ++x) a[x] = V::zero();
   int64_t i = 0;
-  for (; i + 2 * V::W <= n; i += 2 * V::W) {
-    const typename V::R k0 = V::load(k + i), k1 = V::load(k + i + V::W);
+  for (; i + V::W <= n; i += V::W) {
+    typename V::R kv[NK];
+    for (int j = 0; j < NK; ++j) kv[j] = V::load(k[j] + i);
     for (int r = 0; r < NR; ++r) {
-      a0[r] = V::fma(V::load(q + r * n + i), k0, a0[r]);
-      a1[r] = V::fma(V::load(q + r * n + i + V::W), k1, a1[r]);
+      const typename V::R qv = V::load(q + r * n + i);
+      for (int j = 0; j < NK; ++j) a[r * NK + j] = V::fma(qv, kv[j], a[r * NK + j]);
     }
   }
-  for (; i + V::W <= n; i += V::W) {
-    const typename V::R k0 = V::load(k + i);
-    for (int r = 0; r < NR; ++r) a0[r] = V::fma(V::load(q + r * n + i), k0, a0[r]);
-  }
-  float sums[NR];
-  if constexpr (NR == 4) {
-    const typename V::R t[4] = {V::add(a0[0], a1[0]), V::add(a0[1], a1[1]), V::add(a0[2], a1[2]),
-                                V::add(a0[3], a1[3])};
-    V::hsum4(t, sums);
-  } else {
-    for (int r = 0; r < NR; ++r) sums[r] = V::hsum(V::add(a0[r], a1[r]));
-  }
+  float sums[kPad];
+  for (int x = 0; x < kPad; x += 4) V::hsum4(a + x, sums + x);
   for (int r = 0; r < NR; ++r) {
-    float s = sums[r];
-    for (int64_t j = i; j < n; ++j) s += q[r * n + j] * attn_to_f32(k[j]);
-    out[r] = s;
+    for (int j = 0; j < NK; ++j) {
+      float v = sums[r * NK + j];
+      for (int64_t e = i; e < n; ++e) v += q[r * n + e] * attn_to_f32(k[j][e]);
+      s[r * ss + j] = v;
+    }
+  }
+}
+
+template <int NR, class KT>
+ATTN_TARGET void attn_dots_rows(const float* q, int64_t n, const KT* k, int64_t ks,
+                                const float* keys, int64_t m0, int64_t m1, float* s, int64_t ss) {
+  constexpr int kNk = NR <= 2 ? 4 : 2;
+  int64_t m = m0;
+  for (; m + kNk <= m1; m += kNk) {
+    const KT* rows[kNk];
+    for (int j = 0; j < kNk; ++j) rows[j] = k + static_cast<int64_t>(keys[m + j]) * ks;
+    attn_dots_block<NR, kNk>(q, n, rows, s + m, ss);
+  }
+  for (; m < m1; ++m) {
+    const KT* row = k + static_cast<int64_t>(keys[m]) * ks;
+    attn_dots_block<NR, 1>(q, n, &row, s + m, ss);
   }
 }
 
 template <class KT>
-ATTN_TARGET void attn_dot(const float* q, int nr, int64_t n, const KT* k, float* out) {
+ATTN_TARGET void attn_dots(const float* q, int nr, int64_t n, const KT* k, int64_t ks,
+                           const float* keys, int64_t m0, int64_t m1, float* s, int64_t ss) {
   switch (nr) {
-    case 1: attn_dot_rows<1>(q, n, k, out); break;
-    case 2: attn_dot_rows<2>(q, n, k, out); break;
-    case 3: attn_dot_rows<3>(q, n, k, out); break;
-    default: attn_dot_rows<4>(q, n, k, out); break;
+    case 1: attn_dots_rows<1>(q, n, k, ks, keys, m0, m1, s, ss); break;
+    case 2: attn_dots_rows<2>(q, n, k, ks, keys, m0, m1, s, ss); break;
+    case 3: attn_dots_rows<3>(q, n, k, ks, keys, m0, m1, s, ss); break;
+    default: attn_dots_rows<4>(q, n, k, ks, keys, m0, m1, s, ss); break;
   }
 }
 
@@ -122,11 +138,13 @@ ATTN_TARGET void attn_scale(float* x, int64_t n, float mul, bool round_f16) {
   }
 }
 
-ATTN_TARGET void attn_dot_f32(const float* q, int nr, int64_t n, const float* k, float* out) {
-  attn_dot(q, nr, n, k, out);
+ATTN_TARGET void attn_dots_f32(const float* q, int nr, int64_t n, const float* k, int64_t ks,
+                               const float* keys, int64_t m0, int64_t m1, float* s, int64_t ss) {
+  attn_dots(q, nr, n, k, ks, keys, m0, m1, s, ss);
 }
-ATTN_TARGET void attn_dot_f16(const float* q, int nr, int64_t n, const uint16_t* k, float* out) {
-  attn_dot(q, nr, n, k, out);
+ATTN_TARGET void attn_dots_f16(const float* q, int nr, int64_t n, const uint16_t* k, int64_t ks,
+                               const float* keys, int64_t m0, int64_t m1, float* s, int64_t ss) {
+  attn_dots(q, nr, n, k, ks, keys, m0, m1, s, ss);
 }
 ATTN_TARGET void attn_pv_f32(const float* p, int64_t ps, int nr, const float* keys, int64_t m0,
                              int64_t m1, const float* v, int64_t vs, int64_t n, float* acc,

@@ -51,8 +51,8 @@ struct V {
 }  // namespace neon
 
 const Kernels& neon_kernels() {
-  static const Kernels k{neon::attn_dot_f32,     neon::attn_dot_f16, neon::attn_pv_f32,
-                         neon::attn_pv_f16,      neon::attn_scale,   neon::attn_dequant_q8_0,
+  static const Kernels k{neon::attn_dots_f32,    neon::attn_dots_f16, neon::attn_pv_f32,
+                         neon::attn_pv_f16,      neon::attn_scale,    neon::attn_dequant_q8_0,
                          neon::attn_dequant_q4_0};
   return k;
 }

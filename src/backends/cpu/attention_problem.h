@@ -72,9 +72,11 @@ inline uint64_t visible_mask(const Problem& pb, const Rows& rows, int64_t j) {
 }
 
 // The key list entries some row sees, in list order: their state rows in keys[] and their list
-// indices in list[] (both as floats, exact below 2^24; list == keys when there is no k_rows).
-// Only the union of the rows' segments is scanned. Returns the count.
-inline int64_t visible_keys(const Problem& pb, const Rows& rows, float* keys, float* list) {
+// indices in list[] (both as floats, exact below 2^24; list == keys when there is no k_rows),
+// and, when masks is not null, their visible_mask()s in masks[]. Only the union of the rows'
+// segments is scanned. Returns the count.
+inline int64_t visible_keys(const Problem& pb, const Rows& rows, float* keys, float* list,
+                            uint64_t* masks = nullptr) {
   int64_t lo = 0, hi = pb.n_kv;
   if (pb.q_seg != nullptr) {
     lo = pb.n_kv;
@@ -86,7 +88,9 @@ inline int64_t visible_keys(const Problem& pb, const Rows& rows, float* keys, fl
   }
   int64_t n = 0;
   for (int64_t j = lo; j < hi; ++j) {
-    if (visible_mask(pb, rows, j) == 0) continue;
+    const uint64_t mask = visible_mask(pb, rows, j);
+    if (mask == 0) continue;
+    if (masks != nullptr) masks[n] = mask;
     keys[n] = static_cast<float>(pb.k_rows != nullptr ? pb.k_rows[j] : j);
     if (list != keys) list[n] = static_cast<float>(j);
     ++n;

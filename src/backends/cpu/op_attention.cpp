@@ -56,46 +56,42 @@ void load_queries(const Problem& pb, const Rows& rows, float* qr) {
   }
 }
 
-// s[r * ns + m] = the scaled score of row r and list entry list[m] at state row keys[m] (kNegInf
-// if r does not see it) for m in [m0, m1); mx[r] = max(mx[r], those scores).
+// s[r * ns + m] = the scaled score of row r and the m-th visible key (state row keys[m], rows
+// seeing it in masks[m]; kNegInf if r does not see it) for m in [m0, m1); mx[r] = max(mx[r],
+// those scores). All dots of a row block first (one kernel call), then masks and scaling.
 void scores(const Problem& pb, const Rows& rows, const float* qr, const float* keys,
-            const float* list, int64_t m0, int64_t m1, float* s, int64_t ns, float* mx) {
+            const uint64_t* masks, int64_t m0, int64_t m1, float* s, int64_t ns, float* mx) {
   const int64_t n_rows = rows.n_tok * pb.group;
   const int64_t ks = pb.n_kv_head * pb.d;
   const auto& prm = pb.params;
-  float dots[kMaxRows] = {};
-  for (int64_t m = m0; m < m1; ++m) {
-    const uint64_t mask = visible_mask(pb, rows, static_cast<int64_t>(list[m]));
-    const int64_t off = static_cast<int64_t>(keys[m]) * ks + rows.kvh * pb.d;
-    for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
-      const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
-      bool any = false;
-      for (int i = 0; i < nr; ++i) any |= ((mask >> ((r0 + i) / pb.group)) & 1u) != 0;
-      if (any) {
-        if (pb.k.type == GgmlType::kF16) {
-          pb.kr->dot_f16(qr + r0 * pb.d, nr, pb.d,
-                         reinterpret_cast<const uint16_t*>(pb.k.data) + off, dots);
-        } else {
-          pb.kr->dot_f32(qr + r0 * pb.d, nr, pb.d, reinterpret_cast<const float*>(pb.k.data) + off,
-                         dots);
-        }
-      }
-      for (int i = 0; i < nr; ++i) {
-        const int64_t r = r0 + i;
-        if (((mask >> (r / pb.group)) & 1u) == 0) {
-          s[r * ns + m] = kNegInf;
-          continue;
-        }
-        float score = dots[i];
-        if (prm.softcap > 0.0f) {
-          score = prm.softcap * std::tanh(score * prm.scale / prm.softcap);
-        } else {
-          score *= prm.scale;
-        }
-        s[r * ns + m] = score;
-        mx[r] = std::max(mx[r], score);
-      }
+  for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
+    const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
+    if (pb.k.type == GgmlType::kF16) {
+      pb.kr->dots_f16(qr + r0 * pb.d, nr, pb.d,
+                      reinterpret_cast<const uint16_t*>(pb.k.data) + rows.kvh * pb.d, ks, keys, m0,
+                      m1, s + r0 * ns, ns);
+    } else {
+      pb.kr->dots_f32(qr + r0 * pb.d, nr, pb.d,
+                      reinterpret_cast<const float*>(pb.k.data) + rows.kvh * pb.d, ks, keys, m0, m1,
+                      s + r0 * ns, ns);
     }
+  }
+  const bool softcap = prm.softcap > 0.0f;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const int64_t tt = r / pb.group;
+    float* sr = s + r * ns;
+    float best = mx[r];
+    for (int64_t m = m0; m < m1; ++m) {
+      if (((masks[m] >> tt) & 1u) == 0) {
+        sr[m] = kNegInf;
+        continue;
+      }
+      const float score =
+          softcap ? prm.softcap * std::tanh(sr[m] * prm.scale / prm.softcap) : sr[m] * prm.scale;
+      sr[m] = score;
+      best = std::max(best, score);
+    }
+    mx[r] = best;
   }
 }
 
@@ -138,7 +134,8 @@ void weighted_v_slice(const Problem& pb, const Rows& rows, const float* p, int64
 }
 
 // One task of the tiled schedule: everything for a block of rows, in the thread's scratch.
-void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
+void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf,
+                std::vector<uint64_t>& mbuf) {
   const int64_t n_rows = rows.n_tok * pb.group;
   float* qr = grow(buf, n_rows * (pb.d + pb.dv + 1 + pb.n_kv) + 2 * pb.n_kv);
   float* acc = qr + n_rows * pb.d;
@@ -146,11 +143,12 @@ void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
   float* keys = mx + n_rows;
   float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
   float* s = keys + 2 * pb.n_kv;
-  const int64_t n = visible_keys(pb, rows, keys, list);
+  if (mbuf.size() < sz(pb.n_kv)) mbuf.resize(sz(pb.n_kv));
+  const int64_t n = visible_keys(pb, rows, keys, list, mbuf.data());
   std::fill(mx, mx + n_rows, kNegInf);
   if (n > 0) {
     load_queries(pb, rows, qr);
-    scores(pb, rows, qr, keys, list, 0, n, s, n, mx);
+    scores(pb, rows, qr, keys, mbuf.data(), 0, n, s, n, mx);
     for (int64_t r = 0; r < n_rows; ++r) softmax_row(pb, s + r * n, n, mx[r]);
     std::fill(acc, acc + n_rows * pb.dv, 0.0f);
     weighted_v_slice(pb, rows, s, n, keys, 0, n, acc, 0, pb.dv);
@@ -172,7 +170,7 @@ void run_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch) {
     // Later tiles first: under a causal mask they see the most keys.
     const int64_t ti = n_tiles - 1 - task / pb.n_kv_head;
     Rows rows{task % pb.n_kv_head, ti * tile, std::min(tile, pb.n_q - ti * tile)};
-    tiled_task(pb, rows, scratch.per_thread[sz(thread)]);
+    tiled_task(pb, rows, scratch.per_thread[sz(thread)], scratch.masks[sz(thread)]);
   });
 }
 
@@ -181,16 +179,18 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
   const int64_t n_rows = pb.n_q * pb.group;  // per kv head
   const int64_t all_rows = pb.n_kv_head * n_rows;
   auto& buf = scratch.per_thread[sz(nt)];
+  auto& mbuf = scratch.masks[sz(nt)];
+  if (mbuf.size() < sz(pb.n_kv)) mbuf.resize(sz(pb.n_kv));
   float* keys = grow(buf, 2 * pb.n_kv);
-  const int64_t n =
-      visible_keys(pb, Rows{0, 0, pb.n_q}, keys, pb.k_rows != nullptr ? keys + pb.n_kv : keys);
+  const int64_t n = visible_keys(pb, Rows{0, 0, pb.n_q}, keys,
+                                 pb.k_rows != nullptr ? keys + pb.n_kv : keys, mbuf.data());
   if (n == 0) {
     std::fill(pb.out, pb.out + pb.n_q * pb.n_head * pb.dv, 0.0f);
     return;
   }
   const int64_t n_chunks = split_chunks(pb, n, nt);
   keys = grow(buf, 2 * pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + pb.dv));
-  const float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
+  const uint64_t* masks = mbuf.data();
   float* qr = keys + 2 * pb.n_kv;            // [kvh][row][d]
   float* s = qr + all_rows * pb.d;           // [kvh][row][n]
   float* cmax = s + all_rows * n;            // [kvh][row][chunk]
@@ -204,7 +204,7 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     const int64_t kvh = task / n_chunks, c = task % n_chunks;
     float mx[kMaxSplitRows];
     std::fill(mx, mx + n_rows, kNegInf);
-    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d, keys, list, chunk_begin(c),
+    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d, keys, masks, chunk_begin(c),
            chunk_begin(c + 1), s + kvh * n_rows * n, n, mx);
     for (int64_t r = 0; r < n_rows; ++r) cmax[(kvh * n_rows + r) * n_chunks + c] = mx[r];
   });
@@ -323,6 +323,7 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
 
   const int nt = pool.size();
   if (scratch.per_thread.size() < sz(nt) + 1) scratch.per_thread.resize(sz(nt) + 1);
+  if (scratch.masks.size() < sz(nt) + 1) scratch.masks.resize(sz(nt) + 1);
   const int64_t tile = std::max<int64_t>(1, kTileRows / pb.group);
   const int64_t tiled_tasks = n_kv_head * ((n_q + tile - 1) / tile);
   const bool split = n_q * pb.group <= kMaxSplitRows && tiled_tasks < 2 * static_cast<int64_t>(nt);
