@@ -94,8 +94,15 @@ class CpuBackend final : public Backend {
   Status bind(const graph::Graph& g, const graph::BindingsAccess& b);
   Result<const float*> f32_of(const graph::Graph& g, NodeId id);
   Status run_op(const graph::Graph& g, NodeId id, float* out);
+  // Names a matmul's activation node for reuse of its quantization within this run (not with
+  // hooks, which may rewrite values between ops).
+  [[nodiscard]] cpu::ActSource act_source(NodeId id) const {
+    return hooks_ ? cpu::ActSource{} : cpu::ActSource{run_gen_, id};
+  }
 
   ThreadPool pool_;
+  uint64_t run_gen_ = 0;  // counts runs (never 0 inside one)
+  bool hooks_ = false;
   backends::cpu::Scratch scratch_;
   std::vector<float> arena_;
   std::vector<Val> vals_;
@@ -256,11 +263,14 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
                                desc(0).ne[0], desc(0).ne[1]);
           pm = it->second.get();
         }
-        if (pm != nullptr) return cpu::matmul_packed(pool_, scratch_, *pm, x, desc(1).nrows(), out);
+        if (pm != nullptr) {
+          return cpu::matmul_packed(pool_, scratch_, *pm, x, desc(1).nrows(), out,
+                                    act_source(in[1]));
+        }
       }
       return cpu::matmul(pool_, scratch_, desc(0).dtype,
                          std::span<const uint8_t>(vals_[in[0]].raw, vals_[in[0]].raw_size),
-                         desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out);
+                         desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out, act_source(in[1]));
     }
     case OpKind::kRmsNorm: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
@@ -420,6 +430,8 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
   const graph::BindingsAccess b(bindings);
   const size_t n = g.size();
   const bool hooks = b.has_hooks();
+  hooks_ = hooks;
+  ++run_gen_;
   vals_.assign(n, Val{});
   for (auto& [id, dst] : b.outputs()) {
     if (id >= n) return invalid_argument("output binding names missing node " + std::to_string(id));

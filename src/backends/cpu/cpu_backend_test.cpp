@@ -225,6 +225,65 @@ TEST(CpuBackend, MatMulOverFourDimensionalActivations) {
   expect_matches_reference(g, b, y, kMatMulTol, "matmul 4-D");
 }
 
+// Matmuls over one activation node quantize it once (q/k/v, gate/up): every result must still
+// be bit-identical to that matmul alone, also after a matmul over another node in between and in
+// a second run with new inputs (nothing stale carried across runs).
+TEST(CpuBackend, MatMulsSharingAnInputEqualEachAloneAcrossRuns) {
+  const int64_t k = 256, m = 5;
+  const std::vector<std::pair<GgmlType, int64_t>> ws = {{GgmlType::kQ8_0, 40},
+                                                        {GgmlType::kQ5_0, 24},
+                                                        {GgmlType::kQ8_0, 16},
+                                                        {GgmlType::kQ4_K, 32},
+                                                        {GgmlType::kQ4_0, 8}};
+  std::vector<std::vector<uint8_t>> wdata;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    wdata.push_back(make_weight(ws[i].first, k, ws[i].second, 50 + static_cast<uint32_t>(i)));
+  }
+  Graph g;
+  NodeId xn = g.add_input(make_desc(kF32, k, m), "x");
+  NodeId x2 = add(g, OpKind::kAdd, {xn, xn});
+  std::vector<NodeId> wn, ys;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    wn.push_back(g.add_weight(make_desc(ws[i].first, k, ws[i].second), "w" + std::to_string(i)));
+  }
+  // x, x, x2 (another node between), x, x: the last two must not reuse x2's quantization.
+  const std::vector<NodeId> inputs = {xn, xn, x2, xn, xn};
+  for (size_t i = 0; i < ws.size(); ++i) ys.push_back(add(g, OpKind::kMatMul, {wn[i], inputs[i]}));
+  auto be = cpu(2);
+  ASSERT_NE(be, nullptr);
+  for (uint32_t run = 0; run < 2; ++run) {
+    const auto x = gaussian(sz(k * m), 1.0f, 900 + run);
+    std::vector<std::vector<float>> got(ws.size());
+    Bindings b;
+    b.bind_input(xn, std::span<const float>(x));
+    for (size_t i = 0; i < ws.size(); ++i) {
+      b.bind_weight(wn[i], ws[i].first, wdata[i]);
+      got[i].assign(sz(ws[i].second * m), std::numeric_limits<float>::quiet_NaN());
+      b.bind_output(ys[i], got[i]);
+    }
+    ASSERT_TRUE(be->run(g, b).ok());
+    for (size_t i = 0; i < ws.size(); ++i) {
+      std::vector<float> xi = x;
+      if (inputs[i] == x2) {
+        for (float& v : xi) v = v + v;
+      }
+      Graph one;
+      NodeId w1 = one.add_weight(make_desc(ws[i].first, k, ws[i].second), "w");
+      NodeId x1 = one.add_input(make_desc(kF32, k, m), "x");
+      NodeId y1 = add(one, OpKind::kMatMul, {w1, x1});
+      std::vector<float> want(got[i].size());
+      Bindings ob;
+      ob.bind_weight(w1, ws[i].first, wdata[i]);
+      ob.bind_input(x1, std::span<const float>(xi));
+      ob.bind_output(y1, want);
+      auto fresh = cpu(2);
+      ASSERT_TRUE(fresh->run(one, ob).ok());
+      EXPECT_EQ(std::memcmp(got[i].data(), want.data(), want.size() * sizeof(float)), 0)
+          << "matmul " << i << " (" << ggml_type_name(ws[i].first) << ") in run " << run;
+    }
+  }
+}
+
 TEST(CpuBackend, SupportsEveryBuildableMatMulAndEmbedding) {
   // Every type the graph accepts as a matmul weight has a dot kernel, so supports() is native.
   // A weight type without a dot product (Q8_1, Q8_K, I32) cannot be put in a MatMul at all:

@@ -15,8 +15,27 @@
 
 namespace geniex::backends::cpu {
 
+/// Where the activations a matmul quantized came from: a node of one graph run. Matmuls that read
+/// the same node (q/k/v, gate/up) reuse what the first quantized instead of redoing it. run == 0:
+/// not reusable.
+struct ActSource {
+  uint64_t run = 0;
+  uint64_t node = 0;
+  bool operator==(const ActSource&) const = default;
+};
+
 /// Scratch memory reused across ops and runs (grown, never shrunk).
 struct Scratch {
+  /// What `act` / `act_packed` hold: the source, the function that produced it, k and m.
+  struct Held {
+    ActSource src;
+    const void* fn = nullptr;
+    int64_t k = 0, m = 0;
+    [[nodiscard]] bool matches(const ActSource& s, const void* f, int64_t kk, int64_t mm) const {
+      return s.run != 0 && src == s && fn == f && k == kk && m == mm;
+    }
+  };
+  Held act_held, act_packed_held;
   std::vector<uint8_t> act;                    ///< quantized activations of a matmul
   std::vector<uint8_t> act_packed;             ///< the same, prepared for packed kernels
   std::vector<std::vector<float>> per_thread;  ///< attention rows etc., one per thread
@@ -24,8 +43,9 @@ struct Scratch {
 };
 
 /// y[m, n] = W[n, :] . x[m, :]  (W: n rows of k elements of `wtype`; x: m rows of k floats).
+/// `src` names x's node when its quantization may be reused by later matmuls over the same node.
 Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<const uint8_t> w,
-              int64_t k, int64_t n, const float* x, int64_t m, float* y);
+              int64_t k, int64_t n, const float* x, int64_t m, float* y, ActSource src = {});
 
 /// A weight matrix repacked for the row-interleaved kernels (kernels/repack.h).
 struct PackedMatrix {
@@ -44,7 +64,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
 
 /// matmul() with packed weights: y[m, w.n] = W . x[m, w.k].
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
-                     int64_t m, float* y);
+                     int64_t m, float* y, ActSource src = {});
 
 /// out[:, t] = row ids[t] of the table, dequantized.
 Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,

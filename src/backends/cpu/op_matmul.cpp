@@ -24,7 +24,7 @@ size_t sz(int64_t v) { return static_cast<size_t>(v); }
 }  // namespace
 
 Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<const uint8_t> w,
-              int64_t k, int64_t n, const float* x, int64_t m, float* y) {
+              int64_t k, int64_t n, const float* x, int64_t m, float* y, ActSource src) {
   const auto kernels = ::geniex::cpu::dot_kernels(wtype);
   if (!kernels) {
     return unimplemented("matmul: no CPU kernel for weight type " +
@@ -35,11 +35,16 @@ Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<cons
   if (!w_row || !a_row) return invalid_argument("matmul: K is not a multiple of the block size");
   if (w.size() < *w_row * sz(n)) return invalid_argument("matmul: weight buffer too small");
 
-  // Quantize every activation row once.
-  if (scratch.act.size() < *a_row * sz(m)) scratch.act.resize(*a_row * sz(m));
-  uint8_t* act = scratch.act.data();
+  // Quantize every activation row once (or not at all when the last matmul read the same node).
   const auto quantize = kernels->quantize_act;
-  pool.parallel_for(m, [&](int64_t r, int) { quantize(x + r * k, act + sz(r) * *a_row, k); });
+  const void* qfn = reinterpret_cast<const void*>(quantize);
+  if (!scratch.act_held.matches(src, qfn, k, m)) {
+    if (scratch.act.size() < *a_row * sz(m)) scratch.act.resize(*a_row * sz(m));
+    uint8_t* q = scratch.act.data();
+    pool.parallel_for(m, [&](int64_t r, int) { quantize(x + r * k, q + sz(r) * *a_row, k); });
+    scratch.act_held = {src, qfn, k, m};
+  }
+  const uint8_t* act = scratch.act.data();
 
   // Small GEMVs still get two tasks per thread so no core idles.
   const int64_t rows_per_task =

@@ -65,20 +65,36 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
 }
 
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
-                     int64_t m, float* y) {
+                     int64_t m, float* y, ActSource src) {
   const auto& kr = w.kernels;
   const int64_t k = w.k, n = w.n;
   const auto q_row = ggml_row_bytes(kr.act_type, static_cast<uint64_t>(k));
   if (!q_row) return invalid_argument("matmul: K is not a multiple of the block size");
   const size_t a_row = kr.act_bytes(k);
-  if (scratch.act.size() < *q_row * sz(m)) scratch.act.resize(*q_row * sz(m));
-  if (scratch.act_packed.size() < a_row * sz(m)) scratch.act_packed.resize(a_row * sz(m));
-  uint8_t* q = scratch.act.data();
-  uint8_t* act = scratch.act_packed.data();
-  pool.parallel_for(m, [&](int64_t r, int) {
-    kr.quantize_act(x + r * k, q + sz(r) * *q_row, k);
-    kr.prepare_act(q + sz(r) * *q_row, k, act + sz(r) * a_row);
-  });
+  // Quantized and prepared once per activation node: a matmul after another over the same node
+  // (q/k/v, gate/up) reuses the prepared rows, or at least the quantized ones.
+  const void* qfn = reinterpret_cast<const void*>(kr.quantize_act);
+  const void* pfn = reinterpret_cast<const void*>(kr.prepare_act);
+  if (!scratch.act_packed_held.matches(src, pfn, k, m)) {
+    if (scratch.act_packed.size() < a_row * sz(m)) scratch.act_packed.resize(a_row * sz(m));
+    uint8_t* packed = scratch.act_packed.data();
+    if (scratch.act_held.matches(src, qfn, k, m)) {
+      const uint8_t* q = scratch.act.data();
+      pool.parallel_for(m, [&](int64_t r, int) {
+        kr.prepare_act(q + sz(r) * *q_row, k, packed + sz(r) * a_row);
+      });
+    } else {
+      if (scratch.act.size() < *q_row * sz(m)) scratch.act.resize(*q_row * sz(m));
+      uint8_t* q = scratch.act.data();
+      pool.parallel_for(m, [&](int64_t r, int) {
+        kr.quantize_act(x + r * k, q + sz(r) * *q_row, k);
+        kr.prepare_act(q + sz(r) * *q_row, k, packed + sz(r) * a_row);
+      });
+      scratch.act_held = {src, qfn, k, m};
+    }
+    scratch.act_packed_held = {src, pfn, k, m};
+  }
+  const uint8_t* act = scratch.act_packed.data();
 
   const int64_t groups = (n + kern::kPackRows - 1) / kern::kPackRows;
   const int64_t per_task =
