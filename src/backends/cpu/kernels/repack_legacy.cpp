@@ -25,9 +25,10 @@ void prepare_q8_0_x8(const uint8_t* q, int64_t k, uint8_t* dst, int32_t off) {
   uint8_t* ds = dst + nb * kQ8x4Qs;
   for (size_t ib = 0; ib < nb; ++ib, q += kQ8_0Bytes) {
     const float d = f16_at(q);
-    int32_t sum[2] = {0, 0};
-    for (int e = 0; e < 32; ++e) sum[e / 16] += static_cast<int8_t>(q[2 + e]);
-    const int32_t corr[2] = {-off * sum[0], -off * sum[1]};
+    int32_t lo = 0, hi = 0;  // two plain loops: they vectorize
+    for (int e = 0; e < 16; ++e) lo += static_cast<int8_t>(q[2 + e]);
+    for (int e = 16; e < 32; ++e) hi += static_cast<int8_t>(q[2 + e]);
+    const int32_t corr[2] = {-off * lo, -off * hi};
     std::memcpy(dst + ib * kQ8x4Qs, q + 2, 32);
     std::memcpy(ds + ib * kQ8x8Ds, &d, 4);
     std::memcpy(ds + ib * kQ8x8Ds + 4, corr, 8);
