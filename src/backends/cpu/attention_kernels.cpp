@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
+#include "backends/cpu/kernels/exp_simd.h"
 #include "core/fp16.h"
 
 namespace geniex::backends::cpu::attn {
@@ -22,6 +24,12 @@ struct V {
   static R load(const uint16_t* p) { return fp16_to_fp32(*p); }
   static void store(float* p, R x) { *p = x; }
   static R add(R a, R b) { return a + b; }
+  static R sub(R a, R b) { return a - b; }
+  static R exp(R a) { return ::geniex::cpu::exp_poly(a); }
+  using D = double;
+  static D dzero() { return 0.0; }
+  static void dacc(D* acc, R e) { acc[0] += e; }
+  static double dsum(const D* acc) { return acc[0] + acc[1]; }
   static R mul(R a, R b) { return a * b; }
   static R fma(R a, R b, R c) { return a * b + c; }
   static float hsum(R a) { return a; }
@@ -42,9 +50,9 @@ struct V {
 }  // namespace scalar
 
 const Kernels& scalar_kernels() {
-  static const Kernels k{scalar::attn_dots_f32,    scalar::attn_dots_f16, scalar::attn_pv_f32,
-                         scalar::attn_pv_f16,      scalar::attn_scale,    scalar::attn_dequant_q8_0,
-                         scalar::attn_dequant_q4_0};
+  static const Kernels k{scalar::attn_dots_f32,     scalar::attn_dots_f16,    scalar::attn_pv_f32,
+                         scalar::attn_pv_f16,       scalar::attn_softmax_exp, scalar::attn_scale,
+                         scalar::attn_dequant_q8_0, scalar::attn_dequant_q4_0};
   return k;
 }
 

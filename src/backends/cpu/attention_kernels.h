@@ -32,6 +32,9 @@ struct Kernels {
   void (*pv_f16)(const float* p, int64_t p_stride, int nr, const float* keys, int64_t m0,
                  int64_t m1, const uint16_t* v, int64_t v_stride, int64_t n, float* acc,
                  int64_t acc_stride);
+  /// s[i] = e^(s[i] - mx) for i < n (kernels/exp_simd.h's exp: <= 2 ULP, -inf -> 0, results
+  /// below FLT_MIN flushed to 0); returns the sum of the new s[i], accumulated in double.
+  double (*softmax_exp)(float* s, int64_t n, float mx);
   /// x[i] *= mul, then, if round_f16, x[i] = f16 round-to-nearest-even of x[i] (as fp32_to_fp16).
   void (*scale)(float* x, int64_t n, float mul, bool round_f16);
   /// n elements (whole 32-element blocks) of Q8_0 / Q4_0 to f32, bit-identical to

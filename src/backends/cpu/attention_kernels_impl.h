@@ -4,10 +4,13 @@
 //   W (lanes), CV (vectors per row in pv's column block), R (register type),
 //   zero(), set1(f), load(const float*), load(const uint16_t*), store(float*, R), add(a, b),
 //   mul(a, b), fma(a, b, c) = a * b + c, hsum(a), hsum4(const R[4], float[4]) (four hsums),
-//   round_f16(a), load_i8(const int8_t*) (W int8 values as floats; W divides 32),
+//   round_f16(a), sub(a, b), exp(a) (kernels/exp_simd.h), D (a vector of doubles), dzero(),
+//   dacc(D[2], R) (adds R's lanes, widened, to the two D), dsum(const D[2]) (all their lanes),
+//   load_i8(const int8_t*) (W int8 values as floats; W divides 32),
 //   unpack_q4(const uint8_t* qs16, int8_t* out32) (Q4_0 nibbles: out[j] = (qs[j] & 15) - 8,
 //   out[j + 16] = (qs[j] >> 4) - 8).
-// Requires "core/fp16.h", <algorithm> and <cstring> to be included first.
+// Requires "core/fp16.h", "backends/cpu/kernels/exp_simd.h", <algorithm>, <cstring> and <limits>
+// to be included first.
 // NOLINTBEGIN(build/namespaces)
 
 inline float attn_to_f32(float x) { return x; }
@@ -136,6 +139,31 @@ ATTN_TARGET void attn_scale(float* x, int64_t n, float mul, bool round_f16) {
     const float y = x[i] * mul;
     x[i] = round_f16 ? geniex::fp16_to_fp32(geniex::fp32_to_fp16(y)) : y;
   }
+}
+
+// s[i] = e^(s[i] - mx) in place (-inf scores give 0), returning the sum of the results in
+// double: each vector of exponentials is widened and added lane-wise (V::dacc), the lanes summed
+// at the end.
+ATTN_TARGET double attn_softmax_exp(float* s, int64_t n, float mx) {
+  const typename V::R m = V::set1(mx);
+  typename V::D acc[2] = {V::dzero(), V::dzero()};
+  int64_t i = 0;
+  for (; i + V::W <= n; i += V::W) {
+    const typename V::R e = V::exp(V::sub(V::load(s + i), m));
+    V::store(s + i, e);
+    V::dacc(acc, e);
+  }
+  if (i < n) {  // the tail through the same vector exp (padded with -inf, whose exp is 0), so a
+                // score's value does not depend on where it sits in the row
+    float t[V::W];
+    std::fill(t, t + V::W, -std::numeric_limits<float>::infinity());
+    std::copy(s + i, s + n, t);
+    const typename V::R e = V::exp(V::sub(V::load(t), m));
+    V::store(t, e);
+    V::dacc(acc, e);
+    std::copy(t, t + (n - i), s + i);
+  }
+  return V::dsum(acc);
 }
 
 ATTN_TARGET void attn_dots_f32(const float* q, int nr, int64_t n, const float* k, int64_t ks,

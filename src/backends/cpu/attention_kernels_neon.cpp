@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "backends/cpu/attention_kernels.h"
+#include "backends/cpu/kernels/exp_simd.h"
 #include "core/fp16.h"
 
 namespace geniex::backends::cpu::attn {
@@ -24,6 +26,15 @@ struct V {
   static R load(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
   static void store(float* p, R x) { vst1q_f32(p, x); }
   static R add(R a, R b) { return vaddq_f32(a, b); }
+  static R sub(R a, R b) { return vsubq_f32(a, b); }
+  static R exp(R a) { return ::geniex::cpu::exp_neon(a); }
+  using D = float64x2_t;
+  static D dzero() { return vdupq_n_f64(0.0); }
+  static void dacc(D* acc, R e) {
+    acc[0] = vaddq_f64(acc[0], vcvt_f64_f32(vget_low_f32(e)));
+    acc[1] = vaddq_f64(acc[1], vcvt_high_f64_f32(e));
+  }
+  static double dsum(const D* acc) { return vaddvq_f64(vaddq_f64(acc[0], acc[1])); }
   static R mul(R a, R b) { return vmulq_f32(a, b); }
   static R fma(R a, R b, R c) { return vfmaq_f32(c, a, b); }
   static float hsum(R a) { return vaddvq_f32(a); }
@@ -51,9 +62,9 @@ struct V {
 }  // namespace neon
 
 const Kernels& neon_kernels() {
-  static const Kernels k{neon::attn_dots_f32,    neon::attn_dots_f16, neon::attn_pv_f32,
-                         neon::attn_pv_f16,      neon::attn_scale,    neon::attn_dequant_q8_0,
-                         neon::attn_dequant_q4_0};
+  static const Kernels k{neon::attn_dots_f32,     neon::attn_dots_f16,    neon::attn_pv_f32,
+                         neon::attn_pv_f16,       neon::attn_softmax_exp, neon::attn_scale,
+                         neon::attn_dequant_q8_0, neon::attn_dequant_q4_0};
   return k;
 }
 

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "backends/cpu/attention_kernels.h"
+#include "backends/cpu/kernels/exp_simd.h"
 #include "core/fp16.h"
 
 // GCC 12 warns about the deliberately uninitialized _mm*_undefined_* values inside the AVX-512
@@ -49,6 +51,19 @@ struct V {
   }
   ATTN_TARGET static void store(float* p, R x) { _mm256_storeu_ps(p, x); }
   ATTN_TARGET static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  ATTN_TARGET static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
+  ATTN_TARGET static R exp(R a) { return ::geniex::cpu::exp_avx2(a); }
+  using D = __m256d;
+  ATTN_TARGET static D dzero() { return _mm256_setzero_pd(); }
+  ATTN_TARGET static void dacc(D* acc, R e) {
+    acc[0] = _mm256_add_pd(acc[0], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc[1] = _mm256_add_pd(acc[1], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  ATTN_TARGET static double dsum(const D* acc) {
+    const __m256d s = _mm256_add_pd(acc[0], acc[1]);
+    const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd(s, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+  }
   ATTN_TARGET static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
   ATTN_TARGET static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
   ATTN_TARGET static float hsum(R a) {
@@ -93,6 +108,21 @@ struct V {
   }
   ATTN_TARGET static void store(float* p, R x) { _mm512_storeu_ps(p, x); }
   ATTN_TARGET static R add(R a, R b) { return _mm512_add_ps(a, b); }
+  ATTN_TARGET static R sub(R a, R b) { return _mm512_sub_ps(a, b); }
+  ATTN_TARGET static R exp(R a) { return ::geniex::cpu::exp_avx512(a); }
+  using D = __m512d;
+  ATTN_TARGET static D dzero() { return _mm512_setzero_pd(); }
+  ATTN_TARGET static void dacc(D* acc, R e) {
+    acc[0] = _mm512_add_pd(acc[0], _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    acc[1] = _mm512_add_pd(
+        acc[1], _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  ATTN_TARGET static double dsum(const D* acc) {
+    const __m512d s = _mm512_add_pd(acc[0], acc[1]);
+    const __m256d h = _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
+    const __m128d t = _mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
+  }
   ATTN_TARGET static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
   ATTN_TARGET static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   ATTN_TARGET static float hsum(R a) { return _mm512_reduce_add_ps(a); }
@@ -121,16 +151,16 @@ struct V {
 }  // namespace avx512
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{avx2::attn_dots_f32,    avx2::attn_dots_f16, avx2::attn_pv_f32,
-                         avx2::attn_pv_f16,      avx2::attn_scale,    avx2::attn_dequant_q8_0,
-                         avx2::attn_dequant_q4_0};
+  static const Kernels k{avx2::attn_dots_f32,     avx2::attn_dots_f16,    avx2::attn_pv_f32,
+                         avx2::attn_pv_f16,       avx2::attn_softmax_exp, avx2::attn_scale,
+                         avx2::attn_dequant_q8_0, avx2::attn_dequant_q4_0};
   return k;
 }
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{avx512::attn_dots_f32,    avx512::attn_dots_f16, avx512::attn_pv_f32,
-                         avx512::attn_pv_f16,      avx512::attn_scale,    avx512::attn_dequant_q8_0,
-                         avx512::attn_dequant_q4_0};
+  static const Kernels k{avx512::attn_dots_f32,     avx512::attn_dots_f16,    avx512::attn_pv_f32,
+                         avx512::attn_pv_f16,       avx512::attn_softmax_exp, avx512::attn_scale,
+                         avx512::attn_dequant_q8_0, avx512::attn_dequant_q4_0};
   return k;
 }
 

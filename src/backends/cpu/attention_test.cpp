@@ -7,7 +7,7 @@
 // * F32 caches vs graph::ref::attention (all in double): 1e-5. The kernels only reorder f32 sums
 //   (and contract them to FMA); the rest is f32 exp vs double exp.
 // * F16 caches vs emulate(), which follows the contract step by step (q rounded to f16, f32
-//   scores from exact dots, f32 exp, double sum in key order, p = e * (float)(1 / sum) rounded
+//   scores from exact dots, f32 exp, double sum, p = e * (float)(1 / sum) rounded
 //   to f16, exact p.v sums):
 //   - "grid" inputs (q within 2^-14 of a multiple of 1/4, so f16 rounding lands on it; k on that
 //     grid too): every dot is exact in any order, so scores and p are bit-identical and only the
@@ -399,6 +399,121 @@ TEST(CpuAttention, RejectsBadArguments) {
   const KvView q8{GgmlType::kQ8_0, k.data};
   EXPECT_FALSE(
       attention(pool, scratch, q.data(), q8, k, 8, 8, 1, 1, 1, 1, qp, kp, p, out.data()).ok());
+}
+
+// The kernels' own contracts, per kernel set: a softmax exponential and a Q.K dot take the same
+// bits wherever their key sits in a row and whichever rows share the call (batch invariance of
+// the engine rests on this), and stay within stated bounds of double arithmetic.
+std::vector<const attn::Kernels*> kernel_sets() {
+  std::vector<const attn::Kernels*> sets;
+  for (geniex::cpu::Isa isa : geniex::cpu::available_isas()) {
+    const attn::Kernels* kr = &attn::kernels_for(isa);
+    if (std::find(sets.begin(), sets.end(), kr) == sets.end()) sets.push_back(kr);
+  }
+  return sets;
+}
+
+TEST(CpuAttentionKernels, SoftmaxExpIsPositionIndependentAndAccurate) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-30.0f, 0.0f);
+  const float kInf = std::numeric_limits<float>::infinity();
+  std::vector<float> row(37);
+  for (size_t i = 0; i < row.size(); ++i) row[i] = i % 5 == 3 ? -kInf : u(rng);
+  row[4] = 0.0f;    // the maximum: e = 1
+  row[9] = -95.0f;  // below FLT_MIN after exp: flushed to 0
+  const float mx = 0.0f;
+  for (const attn::Kernels* kr : kernel_sets()) {
+    std::vector<float> first;
+    for (size_t off = 0; off < 11; ++off) {
+      std::vector<float> s(off + row.size() + 5, -kInf);
+      std::copy(row.begin(), row.end(), s.begin() + static_cast<std::ptrdiff_t>(off));
+      const double sum = kr->softmax_exp(s.data(), static_cast<int64_t>(s.size()), mx);
+      std::vector<float> e(s.begin() + static_cast<std::ptrdiff_t>(off),
+                           s.begin() + static_cast<std::ptrdiff_t>(off + row.size()));
+      double want_sum = 0.0;
+      for (size_t i = 0; i < row.size(); ++i) {
+        const double x = std::exp(static_cast<double>(row[i]) - mx);
+        if (row[i] == -kInf || x < std::numeric_limits<float>::min()) {
+          EXPECT_EQ(e[i], 0.0f) << "element " << i;
+        } else {
+          EXPECT_LE(std::fabs(e[i] - x),
+                    2.0 * std::nextafter(static_cast<float>(x), kInf) - 2.0 * static_cast<float>(x))
+              << "element " << i << " (2 ulp)";
+        }
+        want_sum += e[i];
+      }
+      EXPECT_NEAR(sum, want_sum, 1e-12 * want_sum) << "offset " << off;
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (i < off || i >= off + row.size()) {
+          EXPECT_EQ(s[i], 0.0f) << "padding " << i;
+        }
+      }
+      if (first.empty()) {
+        first = e;
+      } else {
+        EXPECT_EQ(std::memcmp(first.data(), e.data(), e.size() * sizeof(float)), 0)
+            << "offset " << off << " changed some exponential";
+      }
+    }
+  }
+}
+
+TEST(CpuAttentionKernels, DotsDoNotDependOnTheirRowAndKeyGroups) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int64_t d : {int64_t{64}, int64_t{70}, int64_t{256}}) {
+    const int64_t n_keys = 11, ks = d + 3;  // rows of the cache are wider than one head
+    std::vector<float> q(sz(4 * d)), k32(sz(n_keys * ks));
+    for (float& x : q) x = g(rng);
+    for (float& x : k32) x = fp16_to_fp32(fp32_to_fp16(g(rng)));
+    std::vector<uint16_t> k16(k32.size());
+    for (size_t i = 0; i < k32.size(); ++i) k16[i] = fp32_to_fp16(k32[i]);
+    std::vector<float> keys(sz(n_keys));
+    for (int64_t m = 0; m < n_keys; ++m) keys[sz(m)] = static_cast<float>((m * 7) % n_keys);
+    for (const attn::Kernels* kr : kernel_sets()) {
+      for (bool f16 : {false, true}) {
+        auto run = [&](const float* qr, int nr, int64_t m0, int64_t m1, float* s, int64_t ss) {
+          if (f16) {
+            kr->dots_f16(qr, nr, d, k16.data(), ks, keys.data(), m0, m1, s, ss);
+          } else {
+            kr->dots_f32(qr, nr, d, k32.data(), ks, keys.data(), m0, m1, s, ss);
+          }
+        };
+        std::vector<float> all(sz(4 * n_keys), 0.0f);
+        run(q.data(), 4, 0, n_keys, all.data(), n_keys);
+        for (int r = 0; r < 4; ++r) {
+          for (int64_t m = 0; m < n_keys; ++m) {
+            double want = 0.0;
+            const float* kr_row = k32.data() + static_cast<int64_t>(keys[sz(m)]) * ks;
+            double mag = 0.0;
+            for (int64_t i = 0; i < d; ++i) {
+              want += static_cast<double>(q[sz(r * d + i)]) * kr_row[i];
+              mag += std::fabs(static_cast<double>(q[sz(r * d + i)]) * kr_row[i]);
+            }
+            EXPECT_NEAR(all[sz(r * n_keys + m)], want, 1e-6 * mag) << "d " << d << " r " << r;
+          }
+        }
+        // One row at a time, rows 1..3 as a block of 3, and odd key ranges: the same bits.
+        for (int r = 0; r < 4; ++r) {
+          for (int64_t m0 : {int64_t{0}, int64_t{3}, int64_t{10}}) {
+            std::vector<float> one(sz(n_keys), 0.0f);
+            run(q.data() + r * d, 1, m0, n_keys, one.data(), n_keys);
+            for (int64_t m = m0; m < n_keys; ++m) {
+              EXPECT_EQ(one[sz(m)], all[sz(r * n_keys + m)])
+                  << "d " << d << " row " << r << " key " << m << " from " << m0;
+            }
+          }
+        }
+        std::vector<float> three(sz(3 * n_keys), 0.0f);
+        run(q.data() + d, 3, 1, n_keys, three.data(), n_keys);
+        for (int r = 0; r < 3; ++r) {
+          for (int64_t m = 1; m < n_keys; ++m) {
+            EXPECT_EQ(three[sz(r * n_keys + m)], all[sz((r + 1) * n_keys + m)]);
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -361,7 +361,11 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       if (desc(0).ne == desc(1).ne) {
         const bool add = n.op == OpKind::kAdd;
         return elementwise([&](int64_t b0, int64_t c) {
-          for (int64_t i = b0; i < b0 + c; ++i) out[i] = add ? a[i] + bb[i] : a[i] * bb[i];
+          if (add) {  // two plain loops: they vectorize
+            for (int64_t i = b0; i < b0 + c; ++i) out[i] = a[i] + bb[i];
+          } else {
+            for (int64_t i = b0; i < b0 + c; ++i) out[i] = a[i] * bb[i];
+          }
           return Status{};
         });
       }
