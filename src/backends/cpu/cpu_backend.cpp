@@ -332,7 +332,13 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         return Status{};
       });
     }
-    case OpKind::kSilu:
+    case OpKind::kSilu: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      return elementwise([&](int64_t b0, int64_t c) {
+        cpu::silu_rows(x + b0, nullptr, out + b0, c);
+        return Status{};
+      });
+    }
     case OpKind::kScale:
     case OpKind::kSoftcap: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
@@ -346,6 +352,12 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       if (p.glu == graph::GluActivation::kGeluTanh) {
         return elementwise([&](int64_t b0, int64_t c) {
           cpu::gelu_rows(gate + b0, up + b0, out + b0, c);
+          return Status{};
+        });
+      }
+      if (p.glu == graph::GluActivation::kSilu) {
+        return elementwise([&](int64_t b0, int64_t c) {
+          cpu::silu_rows(gate + b0, up + b0, out + b0, c);
           return Status{};
         });
       }

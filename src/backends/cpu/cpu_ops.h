@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/repack.h"
 #include "core/dtype.h"
 #include "core/status.h"
@@ -79,6 +80,13 @@ Status rope(ThreadPool& pool, const float* x, int64_t head_dim, int64_t n_head, 
 float gelu_f16_table(float x);
 /// y[i] = gelu(x[i]) * up[i] (up may be null: y = gelu(x)), with gelu_f16_table's numerics.
 void gelu_rows(const float* x, const float* up, float* y, int64_t n);
+/// y[i] = silu(x[i]) * up[i] (up may be null: y = silu(x) = x / (1 + e^-x)), SIMD with e^x from
+/// kernels/exp_simd.h: <= 2 ULP from graph::ref::silu, <= 3 ULP from ref::glu (op_silu.cpp).
+/// y may alias x or up exactly.
+void silu_rows(const float* x, const float* up, float* y, int64_t n);
+/// silu_rows() with the kernel of `isa` (or the best available below it) instead of
+/// detect_isa()'s (tests and benchmarks).
+void silu_rows_isa(::geniex::cpu::Isa isa, const float* x, const float* up, float* y, int64_t n);
 
 /// A K or V operand of attention: rows of `head_dim` per (state row, kv head) stored as F32, F16,
 /// Q8_0 or Q4_0 (block types: each head's row is whole blocks).
