@@ -6,7 +6,7 @@
 // to f16 before Q.K, scores are scaled (and soft-capped) in f32, softmax sums in double, and the
 // probabilities are rounded to f16 before they weight V. With an F32 cache nothing is rounded.
 // In detail, per (query, head): s_j = scale(q.k_j) in f32 for every visible key j; mx = max s_j;
-// e_j = exp(s_j - mx) (kernels/exp_simd.h's SIMD exp, within 2 ULP of expf); sum = sum of e_j
+// e_j = exp(s_j - mx) (kernels/exp_simd.h, within 2 ULP of the exact value); sum = sum of e_j
 // in double (lane-wise partial sums); p_j = e_j * (float)(1 / sum),
 // rounded to f16 with an F16 V cache; out = sum_j p_j v_j accumulated in f32. Only the float
 // summation order of the dots and of the p.v sums (and FMA contraction) is left to the kernels.
