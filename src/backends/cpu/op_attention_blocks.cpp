@@ -82,13 +82,14 @@ void add_values(const Problem& pb, int64_t n_rows, const float* w, const float* 
   }
 }
 
-// Runs the online softmax of the block's rows over list entries [m0, m1) of keys / list. Keys go
+// Runs the online softmax of the block's rows over visible keys [m0, m1) (state rows keys[m],
+// the rows seeing each in masks[m], from visible_keys()). Keys go
 // in blocks of kKeyBlock: scores by gemm, then the scalar recurrence per key and row, which turns
 // the scores into weights; the weighted V rows are added a run of keys at a time (accumulators
 // stay in registers) and a run ends where some row's maximum grows, so that row's accumulator is
 // rescaled exactly between the same two keys as in the reference.
 void attend(const Problem& pb, const Rows& rows, const uint8_t* q8, const float* keys,
-            const float* list, int64_t m0, int64_t m1, float* work, const Online& o) {
+            const uint64_t* masks, int64_t m0, int64_t m1, float* work, const Online& o) {
   const int64_t n_rows = rows.n_tok * pb.group;
   const size_t k_stride = sz(pb.n_kv_head) * pb.k_head_bytes;  // bytes per state row
   const size_t v_stride = sz(pb.n_kv_head) * pb.v_head_bytes;
@@ -117,7 +118,7 @@ void attend(const Problem& pb, const Rows& rows, const uint8_t* q8, const float*
     }
     int64_t run = 0;  // keys [run, m) of this block are weighted but not yet added
     for (int64_t m = 0; m < nb; ++m) {
-      const uint64_t mask = visible_mask(pb, rows, static_cast<int64_t>(list[b0 + m]));
+      const uint64_t mask = masks[b0 + m];
       bool any_rescale = false;
       for (int64_t r = 0; r < n_rows; ++r) {
         float& x = w[r * kKeyBlock + m];
@@ -166,7 +167,8 @@ void finish_rows(const Problem& pb, const Rows& rows, const Online& o) {
   }
 }
 
-void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
+void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf,
+                std::vector<uint64_t>& mbuf) {
   const int64_t n_rows = rows.n_tok * pb.group;
   float* keys = grow(
       buf, 2 * pb.n_kv + n_rows * (2 + pb.dv) + work_floats(pb, n_rows) + q8_floats(pb, n_rows));
@@ -176,10 +178,11 @@ void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf) {
   float* work = o.acc + n_rows * pb.dv;
   auto* q8 = reinterpret_cast<uint8_t*>(work + work_floats(pb, n_rows));
   init_online(o, n_rows, pb.dv);
-  const int64_t n = visible_keys(pb, rows, keys, list);
+  if (mbuf.size() < sz(pb.n_kv)) mbuf.resize(sz(pb.n_kv));
+  const int64_t n = visible_keys(pb, rows, keys, list, mbuf.data());
   if (n > 0) {
     quantize_queries(pb, rows, q8);
-    attend(pb, rows, q8, keys, list, 0, n, work, o);
+    attend(pb, rows, q8, keys, mbuf.data(), 0, n, work, o);
   }
   finish_rows(pb, rows, o);
 }
@@ -192,7 +195,7 @@ void run_blocks_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch) {
   pool.parallel_for(n_tiles * pb.n_kv_head, [&](int64_t task, int thread) {
     const int64_t ti = n_tiles - 1 - task / pb.n_kv_head;  // later tiles (more keys) first
     Rows rows{task % pb.n_kv_head, ti * tile, std::min(tile, pb.n_q - ti * tile)};
-    tiled_task(pb, rows, scratch.per_thread[sz(thread)]);
+    tiled_task(pb, rows, scratch.per_thread[sz(thread)], scratch.masks[sz(thread)]);
   });
 }
 
@@ -200,15 +203,16 @@ void run_blocks_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int
   const int64_t n_rows = pb.n_q * pb.group;  // per kv head
   const int64_t all_rows = pb.n_kv_head * n_rows;
   auto& buf = scratch.per_thread[sz(nt)];
+  auto& mbuf = scratch.masks[sz(nt)];
+  if (mbuf.size() < sz(pb.n_kv)) mbuf.resize(sz(pb.n_kv));
   float* keys = grow(buf, 2 * pb.n_kv);
   float* list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
-  const int64_t n = visible_keys(pb, Rows{0, 0, pb.n_q}, keys, list);
+  const int64_t n = visible_keys(pb, Rows{0, 0, pb.n_q}, keys, list, mbuf.data());
   const int64_t n_chunks = n == 0 ? 1 : split_chunks(pb, n, nt);
   // [kvh] quantized queries, then [chunk][kvh][row] partials (M, S, acc[dv]).
   const int64_t q8_all = q8_floats(pb, all_rows);
   const int64_t part = 2 + pb.dv;
   keys = grow(buf, 2 * pb.n_kv + q8_all + n_chunks * all_rows * part);
-  list = pb.k_rows != nullptr ? keys + pb.n_kv : keys;
   auto* q8 = reinterpret_cast<uint8_t*>(keys + 2 * pb.n_kv);
   float* partials = keys + 2 * pb.n_kv + q8_all;
   for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
@@ -222,7 +226,7 @@ void run_blocks_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int
         grow(scratch.per_thread[sz(thread)], n_rows * (2 + pb.dv) + work_floats(pb, n_rows));
     const Online o{work, work + n_rows, work + 2 * n_rows};
     init_online(o, n_rows, pb.dv);
-    attend(pb, rows, q8 + sz(kvh * n_rows) * pb.q8_bytes, keys, list, chunk_begin(c),
+    attend(pb, rows, q8 + sz(kvh * n_rows) * pb.q8_bytes, keys, mbuf.data(), chunk_begin(c),
            chunk_begin(c + 1), o.acc + n_rows * pb.dv, o);
     float* dst = partials + (c * pb.n_kv_head + kvh) * n_rows * part;
     for (int64_t r = 0; r < n_rows; ++r) {
