@@ -5,10 +5,15 @@
 // one warm-up, so other processes on a shared machine matter less than with wall time. The ISA is
 // the detected one (GENIEX_ISA=avx2|scalar|... caps it).
 //
-//   bench_matmul [--reps N] TYPE ROWS K M[,M...]
+// --threads N instead times what the engine runs: cpu::matmul_packed (float activations
+// quantized and prepared, then the packed GEMM split into tasks over a ThreadPool of N), wall
+// clock, median of REPS; "GMAC/s" is rows * K * m per second.
+//
+//   bench_matmul [--reps N] [--threads N] TYPE ROWS K M[,M...]
 //   e.g. bench_matmul q8_0 32768 2048 1,2,4,8,16,64
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -17,9 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/kernels/repack.h"
 #include "backends/cpu/kernels/vec_dot.h"
 #include "core/dtype.h"
+#include "core/thread_pool.h"
 #include "quant/quant.h"
 
 namespace {
@@ -60,7 +67,7 @@ std::vector<int64_t> parse_list(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_matmul [--reps N] TYPE ROWS K M[,M...]\n"
+               "usage: bench_matmul [--reps N] [--threads N] TYPE ROWS K M[,M...]\n"
                "  TYPE: a weight type with a packed layout (q4_0, q5_0, q8_0, q4_k, q6_k)\n");
   return 2;
 }
@@ -69,11 +76,14 @@ int usage() {
 
 int main(int argc, char** argv) {
   int reps = 7;
+  int threads = 0;
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) {
       reps = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::max(1, std::atoi(argv[++i]));
     } else {
       args.push_back(a);
     }
@@ -114,6 +124,45 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> packed(kern::packed_bytes(*type, k, rows));
   kern::repack_groups(*type, k, w.data(), *wrow, rows, 0,
                       (rows + kern::kPackRows - 1) / kern::kPackRows, packed.data());
+
+  if (threads > 0) {  // the engine's matmul_packed over a thread pool, wall clock
+    geniex::ThreadPool pool(threads);
+    auto pm = geniex::backends::cpu::pack_matrix(pool, *type, std::span<const uint8_t>(w), k, rows);
+    if (!pm) {
+      std::fprintf(stderr, "no packed matrix for %s\n", args[0].c_str());
+      return 1;
+    }
+    std::vector<float> xs(static_cast<size_t>(k * max_m));
+    for (auto& v : xs) v = nd(rng);
+    std::vector<float> y(static_cast<size_t>(rows * max_m));
+    geniex::backends::cpu::Scratch scratch;
+    std::printf("%s %lld x %lld, matmul_packed (%s), %d threads, wall clock, median of %d\n",
+                args[0].c_str(), static_cast<long long>(rows), static_cast<long long>(k),
+                std::string(kern::isa_name(pk->isa)).c_str(), threads, reps);
+    std::printf("%6s %12s %10s %10s\n", "m", "ms", "GMAC/s", "GB/s");
+    for (int64_t m : ms) {
+      std::vector<double> t;
+      for (int i = 0; i <= reps; ++i) {
+        scratch = {};
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!geniex::backends::cpu::matmul_packed(pool, scratch, *pm, xs.data(), m, y.data())
+                 .ok()) {
+          std::fprintf(stderr, "matmul_packed failed\n");
+          return 1;
+        }
+        const double ms_ =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        if (i > 0) t.push_back(ms_);  // the first is the warm-up
+      }
+      std::sort(t.begin(), t.end());
+      const double med = t[t.size() / 2];
+      std::printf("%6lld %12.3f %10.1f %10.2f\n", static_cast<long long>(m), med,
+                  static_cast<double>(rows * k * m) / (med * 1e6),
+                  static_cast<double>(pm->bytes) / (med * 1e6));
+    }
+    return 0;
+  }
 
   // Activations: quantized rows for the row kernels, prepared rows for the packed ones.
   const size_t qrow = *geniex::ggml_row_bytes(dk->act_type, static_cast<uint64_t>(k));

@@ -7,6 +7,9 @@
 //   tg<N>  text generation: N tokens decoded one at a time starting from an EMPTY context, as
 //          llama-bench's tg does (a one-token prompt, then N-1 single-token steps: N forward
 //          passes; tok/s = N / total time, greedy sampling included).
+//          --parallel P runs P such generations at once (P threads, P sequences, each its own
+//          random first token), which the engine batches: every step is one forward pass over
+//          all of them. tok/s is then the aggregate, P * N / wall time of the slowest.
 // Token ids are random but fixed (std::mt19937 seeded with --seed, uniform over the vocabulary),
 // so no tokenizer work is timed and every repetition evaluates the same ids. One untimed
 // warm-up of each test runs first; then --reps repetitions, each reported, plus the median.
@@ -35,6 +38,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "default_model.h"
@@ -57,6 +61,7 @@ struct BenchOptions {
   int32_t batch = 512;
   uint32_t seed = 42;
   int32_t depth = 0;
+  int32_t parallel = 1;
   KvOptions kv;
   bool json = false;
   bool verbose = false;
@@ -192,6 +197,34 @@ Result<double> run_tg(Model& model, std::vector<int32_t> depth_tokens, int32_t f
   return g.timings.prompt_ms + g.timings.generation_ms;
 }
 
+// P concurrent tg runs from an empty context (one thread and sequence each), batched by the
+// engine; returns the wall time until the last one finished.
+Result<double> run_tg_parallel(Model& model, const std::vector<int32_t>& first_tokens, int32_t n) {
+  model.reset();
+  std::vector<Status> status(first_tokens.size(), Status());
+  std::vector<std::thread> threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < first_tokens.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto g = model.generate(std::span<const int32_t>(&first_tokens[i], 1), greedy(n));
+      if (!g.ok()) {
+        status[i] = g.status();
+      } else if (g->timings.generated_tokens != n) {
+        status[i] = Status(StatusCode::kInternal,
+                           "tg generated " + std::to_string(g->timings.generated_tokens) +
+                               " tokens, not " + std::to_string(n));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  for (const Status& s : status) {
+    if (!s.ok()) return s;
+  }
+  return ms;
+}
+
 std::string fmt(const char* f, double v) {
   char buf[64];
   std::snprintf(buf, sizeof(buf), f, v);
@@ -235,7 +268,12 @@ void print_table(const BenchOptions& o, const ModelInfo& info, double load_ms,
     std::printf("%s\n", line.c_str());
   };
   if (pp) row("pp" + std::to_string(pp->n_tokens), "tok/s", pp->median_tok_s(), pp->tok_s());
-  if (tg) row("tg" + std::to_string(tg->n_tokens), "tok/s", tg->median_tok_s(), tg->tok_s());
+  if (tg) {
+    const std::string name = o.parallel > 1 ? "tg" + std::to_string(o.n_gen) + "x" +
+                                                  std::to_string(o.parallel)
+                                            : "tg" + std::to_string(tg->n_tokens);
+    row(name, "tok/s", tg->median_tok_s(), tg->tok_s());
+  }
   if (ttft) row("ttft" + std::to_string(ttft->n_tokens), "ms", ttft->median_ms(), ttft->ms);
   std::printf("\npeak RSS: %.1f MiB\n", static_cast<double>(peak_rss_bytes()) / (1024.0 * 1024.0));
 }
@@ -270,6 +308,10 @@ Json series_json(const std::optional<Series>& s) {
 }
 
 int run_bench(const BenchOptions& o) {
+  if (o.parallel > 1 && o.depth > 0) {
+    std::fprintf(stderr, "geniex bench: --parallel runs tg from an empty context (no --depth)\n");
+    return kExitUsage;
+  }
   if (o.n_prompt == 0 && o.n_gen == 0) {
     std::fprintf(stderr, "geniex bench: nothing to do: -p and -n are both 0\n");
     return kExitUsage;
@@ -292,6 +334,7 @@ int run_bench(const BenchOptions& o) {
 
   ModelBuilder b(path);
   b.with_device(*device).with_context_size(ctx).with_threads(o.threads).with_batch_size(o.batch);
+  if (o.parallel > 1) b.with_max_sequences(o.parallel);
   if (Status s = apply_kv_flags(o.kv, b); !s.ok()) {
     std::fprintf(stderr, "geniex bench: %s\n", s.message().c_str());
     return kExitUsage;
@@ -313,13 +356,18 @@ int run_bench(const BenchOptions& o) {
   const std::vector<int32_t> pp_tokens = random_tokens(rng, info.n_vocab, o.n_prompt);
   const int32_t tg_first = random_tokens(rng, info.n_vocab, 1)[0];
   const std::vector<int32_t> depth_tokens = random_tokens(rng, info.n_vocab, o.depth);
+  const std::vector<int32_t> par_tokens = random_tokens(rng, info.n_vocab, o.parallel);
+  auto tg_once = [&](int32_t n, bool timed) -> Result<double> {
+    if (o.parallel > 1) return run_tg_parallel(*model, par_tokens, n);
+    return run_tg(*model, depth_tokens, tg_first, n, timed);
+  };
 
   std::optional<Series> pp, tg, ttft;
   if (o.n_prompt > 0) {
     pp = Series{o.n_prompt, {}};
     ttft = Series{o.n_prompt, {}};
   }
-  if (o.n_gen > 0) tg = Series{o.n_gen, {}};
+  if (o.n_gen > 0) tg = Series{o.n_gen * o.parallel, {}};
 
   // Warm-up (untimed): page in the weights, size the buffers.
   if (pp) {
@@ -327,7 +375,7 @@ int run_bench(const BenchOptions& o) {
     if (!w.ok()) return fail("pp warm-up: " + w.status().message());
   }
   if (tg) {
-    auto w = run_tg(*model, depth_tokens, tg_first, std::min<int32_t>(o.n_gen, 4), false);
+    auto w = tg_once(std::min<int32_t>(o.n_gen, 4), false);
     if (!w.ok()) return fail("tg warm-up: " + w.status().message());
   }
   const bool progress = !o.json && isatty(STDERR_FILENO) != 0;
@@ -347,7 +395,7 @@ int run_bench(const BenchOptions& o) {
         if (!w.ok()) return fail("tg: " + w.status().message());
       }
       model->reset_stage_timings();
-      auto s = run_tg(*model, depth_tokens, tg_first, o.n_gen);
+      auto s = tg_once(o.n_gen, true);
       if (!s.ok()) return fail("tg: " + s.status().message());
       tg->ms.push_back(*s);
       tg_prof.add(model->stage_timings(), *s);
@@ -370,6 +418,7 @@ int run_bench(const BenchOptions& o) {
     j["n_batch"] = o.batch;
     j["seed"] = o.seed;
     j["depth"] = o.depth;
+    j["parallel"] = o.parallel;
     j["kv_type"] = o.kv.type;
     j["kv_budget"] = o.kv.budget;
     j["repetitions"] = o.reps;
@@ -452,6 +501,11 @@ Command register_bench(CLI::App& parent) {
                 "tokens already in the context when tg starts (llama-bench -d; 0 = empty)")
       ->capture_default_str()
       ->check(CLI::Range(0, INT32_MAX));
+  c->add_option("-P,--parallel", o->parallel,
+                "tg: this many generations at once, batched into one forward pass per step "
+                "(aggregate tok/s)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   add_kv_flags(c, o->kv);
   c->add_flag("--json", o->json, "print one JSON object with every sample");
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");

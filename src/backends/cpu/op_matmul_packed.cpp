@@ -17,6 +17,12 @@ namespace kern = ::geniex::cpu;
 constexpr int64_t kGroupsPerTaskGemm = 8;   // 64 rows
 constexpr int64_t kGroupsPerTaskGemv = 32;  // 256 rows: long linear runs for the prefetcher
 constexpr int64_t kColsPerTile = 64;        // activation rows per task: a tile stays in L2
+// A GEMM of a few activation rows (a batched decode step) is one pass over the weights, which
+// come from memory: long runs per task, so the kernel's prefetch of the chunk ahead runs in
+// every task but its last chunk (Q8_0 262144 x 640 with 8 rows, 2 threads: 8-group tasks,
+// where it never ran, 25.6 ms median; these 19.4 ms, bench_matmul --threads 2).
+constexpr int64_t kFewCols = 16;
+constexpr int64_t kGroupsPerTaskFew = 512;
 
 size_t sz(int64_t v) { return static_cast<size_t>(v); }
 
@@ -99,7 +105,9 @@ Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, 
   const int64_t groups = (n + kern::kPackRows - 1) / kern::kPackRows;
   const int64_t per_task =
       m == 1 ? std::clamp<int64_t>(groups / (2 * pool.size()), 2, kGroupsPerTaskGemv)
-             : kGroupsPerTaskGemm;
+      : m <= kFewCols
+          ? std::clamp<int64_t>(groups / (4 * pool.size()), kGroupsPerTaskGemm, kGroupsPerTaskFew)
+          : kGroupsPerTaskGemm;
   const int64_t row_tasks = (groups + per_task - 1) / per_task;
   const int64_t col_tiles = (m + kColsPerTile - 1) / kColsPerTile;
   const size_t gb = kern::packed_group_bytes(w.type, k);
