@@ -34,6 +34,22 @@ def test_bench_json_fields(geniex_bin):
         assert ttft >= pp
 
 
+def test_bench_parallel_tg_counts_every_stream(geniex_bin):
+    # -P 3: three generations of 8 tokens at once; tok/s is the aggregate of all 24.
+    r = run([geniex_bin, "bench", "-m", TINY, "-p", 0, "-n", 8, "-r", 2, "-t", 1, "-P", 3,
+             "--json"])
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["parallel"] == 3 and j["pp"] is None
+    s = j["tg"]
+    assert s["n_tokens"] == 24 and len(s["samples_ms"]) == 2
+    for ms, tps in zip(s["samples_ms"], s["samples_tok_s"]):
+        assert ms > 0 and abs(tps - 24 * 1000.0 / ms) <= 1e-6 * tps
+    t = run([geniex_bin, "bench", "-m", TINY, "-p", 0, "-n", 4, "-r", 1, "-t", 1, "-P", 2])
+    assert t.returncode == 0, t.stderr
+    assert "| tg4x2 " in t.stdout
+
+
 def test_bench_text_table(geniex_bin):
     r = run([geniex_bin, "bench", "-m", TINY, "-p", 8, "-n", 4, "-r", 3, "-t", 1])
     assert r.returncode == 0, r.stderr
@@ -62,7 +78,8 @@ def test_bench_bad_file(geniex_bin, tmp_path):
 
 
 def test_bench_usage_errors(geniex_bin):
-    for args in (["-r", 0], ["-r", -1], ["-p", -5], ["-p", 0, "-n", 0], ["--device", "tpu"]):
+    for args in (["-r", 0], ["-r", -1], ["-p", -5], ["-p", 0, "-n", 0], ["--device", "tpu"],
+                 ["-P", 0], ["-P", 2, "-d", 8]):
         r = run([geniex_bin, "bench", "-m", TINY, *args])
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.strip(), args
