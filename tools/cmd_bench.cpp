@@ -210,9 +210,9 @@ Result<double> run_tg_parallel(Model& model, const std::vector<int32_t>& first_t
       if (!g.ok()) {
         status[i] = g.status();
       } else if (g->timings.generated_tokens != n) {
-        status[i] = Status(StatusCode::kInternal,
-                           "tg generated " + std::to_string(g->timings.generated_tokens) +
-                               " tokens, not " + std::to_string(n));
+        status[i] = Status(StatusCode::kInternal, "tg generated " +
+                                                      std::to_string(g->timings.generated_tokens) +
+                                                      " tokens, not " + std::to_string(n));
       }
     });
   }
@@ -269,9 +269,9 @@ void print_table(const BenchOptions& o, const ModelInfo& info, double load_ms,
   };
   if (pp) row("pp" + std::to_string(pp->n_tokens), "tok/s", pp->median_tok_s(), pp->tok_s());
   if (tg) {
-    const std::string name = o.parallel > 1 ? "tg" + std::to_string(o.n_gen) + "x" +
-                                                  std::to_string(o.parallel)
-                                            : "tg" + std::to_string(tg->n_tokens);
+    const std::string name = o.parallel > 1
+                                 ? "tg" + std::to_string(o.n_gen) + "x" + std::to_string(o.parallel)
+                                 : "tg" + std::to_string(tg->n_tokens);
     row(name, "tok/s", tg->median_tok_s(), tg->tok_s());
   }
   if (ttft) row("ttft" + std::to_string(ttft->n_tokens), "ms", ttft->median_ms(), ttft->ms);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "backends/cpu/attention_kernels.h"
+#include "backends/cpu/attention_problem.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/kernels/isa.h"
@@ -328,7 +329,8 @@ TEST(CpuAttentionPaged, SegmentsOfSeveralSequencesMatchEachAlone) {
        1,
        {{50, 20, 0}, {77, 1, 0}, {19, 7, 12}}},
       {"same, gqa 8/2", 128, 8, 2, {{50, 20, 0}, {77, 1, 0}, {19, 7, 12}}},
-      // Three one-token decodes: the split schedule over the union of the segments.
+      // Three one-token decodes (a batched decode step): one tile per sequence, each reading
+      // only its own keys, while each alone takes the split schedule.
       {"three decodes", 128, 4, 1, {{300, 1, 0}, {45, 1, 0}, {130, 1, 100}}},
       {"three decodes gqa 8/2", 64, 8, 2, {{33, 1, 0}, {200, 1, 0}, {64, 1, 20}}},
   };
@@ -351,6 +353,9 @@ TEST(CpuAttentionPaged, SegmentsOfSeveralSequencesMatchEachAlone) {
             const std::string at = what + " isa " + std::string(geniex::cpu::isa_name(isa)) +
                                    " threads " + std::to_string(threads) + " sequence " +
                                    std::to_string(i);
+            // Tiles never span two sequences, and both schedules give the same bits per row:
+            // each sequence's rows equal the same sequence run alone (batch invariance).
+            EXPECT_TRUE(same_bits(slice(b, got, i), run_cpu(b.each[i], isa, pool))) << at;
             if (type == GgmlType::kF32) {
               const double e = rel_err(slice(b, got, i), run_ref(b.each[i]), vmax);
               EXPECT_LE(e, 1e-5) << at;
@@ -367,6 +372,31 @@ TEST(CpuAttentionPaged, SegmentsOfSeveralSequencesMatchEachAlone) {
   }
   RecordProperty("worst_f32_vs_ref", std::to_string(worst_f32));
   RecordProperty("worst_f16_vs_alone", std::to_string(worst_f16));
+}
+
+// The tiled schedule's tiles: runs of at most `tile` queries with one segment each, so a
+// batched decode step gives every sequence its own tile (which then reads only its own keys).
+TEST(CpuAttentionPaged, TilesNeverSpanTwoSegments) {
+  // Queries: 5 of a prefill chunk (segment [0, 9)), then one decode token each of three
+  // sequences ([9, 20), [20, 21), [21, 40)), then 2 more of the last one.
+  const std::vector<int32_t> seg = {0, 9,  0,  9,  0,  9,  0,  9,  0,  9,
+                                    9, 20, 20, 21, 21, 40, 21, 40, 21, 40};
+  attn::Problem pb;
+  pb.n_q = static_cast<int64_t>(seg.size() / 2);
+  pb.q_seg = seg.data();
+  std::vector<int64_t> tiles;
+  ASSERT_EQ(attn::segment_tiles(pb, 4, tiles), 5);
+  EXPECT_EQ(tiles, (std::vector<int64_t>{0, 4, 4, 1, 5, 1, 6, 1, 7, 3}));
+  EXPECT_FALSE(attn::one_segment(pb));
+  pb.n_q = 5;  // the prefill chunk alone: one segment, tiles of 4 then 1
+  EXPECT_TRUE(attn::one_segment(pb));
+  ASSERT_EQ(attn::segment_tiles(pb, 4, tiles), 2);
+  EXPECT_EQ(tiles, (std::vector<int64_t>{0, 4, 4, 1}));
+  pb.q_seg = nullptr;  // no segments: every query sees the whole list
+  pb.n_q = 10;
+  EXPECT_TRUE(attn::one_segment(pb));
+  ASSERT_EQ(attn::segment_tiles(pb, 4, tiles), 3);
+  EXPECT_EQ(tiles, (std::vector<int64_t>{0, 4, 4, 4, 8, 2}));
 }
 
 TEST(CpuAttentionPaged, BadRowsAndSegmentsAreOutOfRange) {

@@ -109,6 +109,35 @@ inline float* grow(std::vector<float>& buf, int64_t n) {
   return buf.data();
 }
 
+// Whether every query sees the same segment of the list (no q_seg: all do).
+inline bool one_segment(const Problem& pb) {
+  if (pb.q_seg == nullptr) return true;
+  for (int64_t t = 1; t < pb.n_q; ++t) {
+    if (pb.q_seg[2 * t] != pb.q_seg[0] || pb.q_seg[2 * t + 1] != pb.q_seg[1]) return false;
+  }
+  return true;
+}
+
+// The tiles of the tiled schedule, as (first query, count) pairs in `tiles`: runs of at most
+// `tile` consecutive queries that share one segment, so that a tile of a batch of sequences
+// (each with its own segment) reads only its own sequence's keys instead of the union of all.
+// Returns the count.
+inline int64_t segment_tiles(const Problem& pb, int64_t tile, std::vector<int64_t>& tiles) {
+  tiles.clear();
+  for (int64_t t = 0; t < pb.n_q;) {
+    int64_t e = t + 1;
+    while (e < pb.n_q && e - t < tile &&
+           (pb.q_seg == nullptr ||
+            (pb.q_seg[2 * e] == pb.q_seg[2 * t] && pb.q_seg[2 * e + 1] == pb.q_seg[2 * t + 1]))) {
+      ++e;
+    }
+    tiles.push_back(t);
+    tiles.push_back(e - t);
+    t = e;
+  }
+  return static_cast<int64_t>(tiles.size() / 2);
+}
+
 // The number of key chunks of the split schedule for n visible keys: about two tasks per thread
 // over all kv heads, at least kMinChunk keys per chunk.
 inline int64_t split_chunks(const Problem& pb, int64_t n, int nt) {

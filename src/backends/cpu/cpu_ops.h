@@ -41,6 +41,7 @@ struct Scratch {
   std::vector<uint8_t> act_packed;             ///< the same, prepared for packed kernels
   std::vector<std::vector<float>> per_thread;  ///< attention rows etc., one per thread
   std::vector<std::vector<uint64_t>> masks;    ///< attention key masks, one per thread
+  std::vector<int64_t> tiles;                  ///< attention query tiles (first, count)
 };
 
 /// y[m, n] = W[n, :] . x[m, :]  (W: n rows of k elements of `wtype`; x: m rows of k floats).

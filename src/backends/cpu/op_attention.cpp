@@ -23,9 +23,11 @@
 // segments are validated (kOutOfRange) before anything is read.
 //
 // Two schedules:
-// * tiled (prefill): a task is (kv head, tile of queries); all query heads of the kv head for
-//   the tile's tokens share every K/V row read. Scores, softmax and p.v run in the task.
-// * split (decode, few query rows): the visible keys are split into chunks so that every thread
+// * tiled (prefill, and a batched decode step): a task is (kv head, tile of queries); all query
+//   heads of the kv head for the tile's tokens share every K/V row read. Scores, softmax and p.v
+//   run in the task. A tile never spans two segments (sequences), so it reads only its own keys.
+// * split (decode of one sequence, few query rows): the visible keys are split into chunks so that
+// every thread
 //   has work even with one kv head: scores by (kv head, chunk), then the softmax of each row over
 //   all its keys (the f16 rounding of p needs the final normalizer), then p.v by (kv head, chunk)
 //   into partial sums that are added up in chunk order.
@@ -161,11 +163,12 @@ void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf,
 
 void run_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch) {
   const int64_t tile = std::min(pb.n_q, std::max<int64_t>(1, kTileRows / pb.group));
-  const int64_t n_tiles = (pb.n_q + tile - 1) / tile;
+  const int64_t n_tiles = segment_tiles(pb, tile, scratch.tiles);
+  const int64_t* tiles = scratch.tiles.data();
   pool.parallel_for(n_tiles * pb.n_kv_head, [&](int64_t task, int thread) {
     // Later tiles first: under a causal mask they see the most keys.
     const int64_t ti = n_tiles - 1 - task / pb.n_kv_head;
-    Rows rows{task % pb.n_kv_head, ti * tile, std::min(tile, pb.n_q - ti * tile)};
+    Rows rows{task % pb.n_kv_head, tiles[2 * ti], tiles[2 * ti + 1]};
     tiled_task(pb, rows, scratch.per_thread[sz(thread)], scratch.masks[sz(thread)]);
   });
 }
@@ -322,7 +325,11 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
   if (scratch.masks.size() < sz(nt) + 1) scratch.masks.resize(sz(nt) + 1);
   const int64_t tile = std::max<int64_t>(1, kTileRows / pb.group);
   const int64_t tiled_tasks = n_kv_head * ((n_q + tile - 1) / tile);
-  const bool split = n_q * pb.group <= kMaxSplitRows && tiled_tasks < 2 * static_cast<int64_t>(nt);
+  // Queries of several sequences (a batched decode step) go to the tiled schedule, one tile per
+  // sequence: the split schedule's shared scores would cover every row x the union of the
+  // sequences' keys. Both give the same bits per row.
+  const bool split = n_q * pb.group <= kMaxSplitRows &&
+                     tiled_tasks < 2 * static_cast<int64_t>(nt) && one_segment(pb);
   if (blocks) {
     split ? run_blocks_split(pb, pool, scratch, nt) : run_blocks_tiled(pb, pool, scratch);
   } else {

@@ -191,10 +191,11 @@ void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf,
 
 void run_blocks_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch) {
   const int64_t tile = std::min(pb.n_q, std::max<int64_t>(1, kTileRows / pb.group));
-  const int64_t n_tiles = (pb.n_q + tile - 1) / tile;
+  const int64_t n_tiles = segment_tiles(pb, tile, scratch.tiles);
+  const int64_t* tiles = scratch.tiles.data();
   pool.parallel_for(n_tiles * pb.n_kv_head, [&](int64_t task, int thread) {
     const int64_t ti = n_tiles - 1 - task / pb.n_kv_head;  // later tiles (more keys) first
-    Rows rows{task % pb.n_kv_head, ti * tile, std::min(tile, pb.n_q - ti * tile)};
+    Rows rows{task % pb.n_kv_head, tiles[2 * ti], tiles[2 * ti + 1]};
     tiled_task(pb, rows, scratch.per_thread[sz(thread)], scratch.masks[sz(thread)]);
   });
 }
