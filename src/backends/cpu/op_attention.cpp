@@ -26,10 +26,10 @@
 // * tiled (prefill, and a batched decode step): a task is (kv head, tile of queries); all query
 //   heads of the kv head for the tile's tokens share every K/V row read. Scores, softmax and p.v
 //   run in the task. A tile never spans two segments (sequences), so it reads only its own keys.
-// * split (decode of one sequence, few query rows): the visible keys are split into chunks so that
-// every thread
-//   has work even with one kv head: scores by (kv head, chunk), then the softmax of each row over
-//   all its keys (the f16 rounding of p needs the final normalizer), then p.v by (kv head, chunk)
+// * split (decode of one sequence, few query rows): the visible keys are split into chunks so
+//   that every thread has work even with one kv head: scores by (kv head, chunk), then the
+//   softmax of each row over all its keys (the f16 rounding of p needs the final normalizer),
+//   then p.v by (kv head, chunk)
 //   into partial sums that are added up in chunk order.
 #include <algorithm>
 #include <cmath>
