@@ -112,6 +112,34 @@ Status Sampler::apply_penalties(std::span<const int32_t> history) {
 
 Result<int32_t> Sampler::argmax() const { return argmax_of(work_); }
 
+Result<int32_t> Sampler::checked_argmax(std::span<const float> logits) const {
+  if (logits.size() != static_cast<size_t>(n_vocab_)) GENIEX_TRY(check_logits(logits));
+  // One pass: 8 lanes of maxima and of "NaN or +inf seen" (both vectorize), as argmax_of and
+  // check_logits do separately; a bad row is reported by check_logits' own scan.
+  constexpr size_t kLanes = 8;
+  float lane[kLanes];
+  bool bad[kLanes] = {};
+  std::fill(lane, lane + kLanes, kNegInf);
+  const size_t n = logits.size(), whole = n / kLanes * kLanes;
+  const float* v = logits.data();
+  for (size_t i = 0; i < whole; i += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) {
+      bad[l] |= !(v[i + l] < kPosInf);
+      lane[l] = lane[l] < v[i + l] ? v[i + l] : lane[l];
+    }
+  }
+  bool any_bad = false;
+  for (size_t i = whole; i < n; ++i) any_bad |= !(v[i] < kPosInf);
+  for (size_t l = 0; l < kLanes; ++l) any_bad |= bad[l];
+  if (any_bad) GENIEX_TRY(check_logits(logits));  // names the first bad token
+  float best = kNegInf;
+  for (size_t l = 0; l < kLanes; ++l) best = std::max(best, lane[l]);
+  for (size_t i = whole; i < n; ++i) best = std::max(best, v[i]);
+  if (!(best > kNegInf))
+    return invalid_argument("sampler: every token is masked (all logits -inf)");
+  return static_cast<int32_t>(std::find(v, v + n, best) - v);
+}
+
 Result<int32_t> Sampler::argmax_of(std::span<const float> v) {
   // The maximum first, in 8 independent lanes (a max reduction the compiler vectorizes; exact,
   // as v has no NaN), then the first index holding it: the lowest id among ties, as a sequential
@@ -238,8 +266,7 @@ Result<size_t> Sampler::truncate() {
 Result<int32_t> Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
   if (params_.temperature == 0.0f && !params_.has_penalties()) {
     // Greedy without penalties reads the logits in place (no 1 MiB copy per token on Gemma).
-    GENIEX_TRY(check_logits(logits));
-    return argmax_of(logits);
+    return checked_argmax(logits);
   }
   GENIEX_TRY(prepare(logits, history));
   if (params_.temperature == 0.0f) return argmax();

@@ -66,6 +66,9 @@ class Sampler {
   Result<int32_t> argmax() const;
   /// Argmax of v (ties -> lowest id); kInvalidArgument when all are -inf. v has no NaN.
   static Result<int32_t> argmax_of(std::span<const float> v);
+  /// check_logits(logits) then argmax_of(logits), the check fused into the max pass (greedy
+  /// decoding reads each row once less).
+  Result<int32_t> checked_argmax(std::span<const float> logits) const;
   /// Runs top-k, top-p, min-p and temperature over work_; leaves the survivors in
   /// cand_[0, n) with unnormalized weights in .p and returns n. Sets total_ to their sum.
   Result<size_t> truncate();

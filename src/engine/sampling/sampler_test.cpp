@@ -105,6 +105,19 @@ TEST(Sampler, GreedyInPlaceEqualsSequentialScanForEverySizeAndPosition) {
     const auto r = s.sample(masked, {});
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    // A NaN or +inf anywhere (vector lanes or the tail) is an error naming that token.
+    for (const int32_t at : {0, n / 2, n - 1}) {
+      for (const float badv : {std::numeric_limits<float>::quiet_NaN(), -kNegInf}) {
+        std::vector<float> logits = random_logits(rng, n, 4.0f);
+        logits[static_cast<size_t>(at)] = badv;
+        const auto e = s.sample(logits, {});
+        ASSERT_FALSE(e.ok()) << "n " << n << " at " << at;
+        EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+        EXPECT_NE(e.status().message().find("token " + std::to_string(at)), std::string::npos)
+            << e.status().message();
+      }
+    }
+    EXPECT_FALSE(s.sample(std::vector<float>(static_cast<size_t>(n) + 1, 0.0f), {}).ok());
   }
 }
 
