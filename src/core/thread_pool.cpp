@@ -1,5 +1,6 @@
 #include "core/thread_pool.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace geniex {
@@ -7,6 +8,11 @@ namespace {
 // How long a worker polls for the next loop before sleeping: long enough to bridge the gap
 // between the small loops of one decode step, short enough not to burn a core when idle.
 constexpr auto kSpin = std::chrono::microseconds(200);
+// Tasks per loop: the task index shares a 64-bit word with the loop number.
+constexpr int64_t kMaxLoopTasks = 0xFFFFFFFFLL;
+
+uint32_t loop_of(uint64_t claim) { return static_cast<uint32_t>(claim >> 32); }
+uint32_t task_of(uint64_t claim) { return static_cast<uint32_t>(claim); }
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
@@ -15,12 +21,9 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  wake_.notify_all();
+  stop_.store(true);
+  published_.store(published_.load() + 1);
+  published_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
@@ -29,13 +32,46 @@ int ThreadPool::default_threads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+// Why a claim never runs a task of the wrong loop: the caller fills loops_[k & 1] for loop k
+// and then publishes (k, 0) in claim_. A worker reads claim_ (loop j, task i), then slot j & 1,
+// then compare-exchanges claim_ from (j, i) to (j, i + 1). That slot is refilled only for loop
+// j + 2, after loop j + 1 was published, and then claim_ no longer holds (j, i): a worker that
+// read a refilled slot fails its compare-exchange and starts over. A successful claim keeps loop
+// j unfinished, so its fn stays alive until the task returns. All of these atomics are
+// sequentially consistent.
 void ThreadPool::run_tasks(int thread) {
-  const auto& fn = *fn_;
+  uint64_t c = claim_.load();
   for (;;) {
-    const int64_t t = next_.fetch_add(1, std::memory_order_relaxed);
-    if (t >= n_tasks_) break;
-    fn(t, thread);
+    const Loop& loop = loops_[loop_of(c) & 1];
+    const TaskRef* fn = loop.fn.load();
+    const int64_t n = loop.n_tasks.load();
+    if (fn == nullptr || static_cast<int64_t>(task_of(c)) >= n) return;
+    if (!claim_.compare_exchange_weak(c, c + 1)) continue;  // c now holds the fresh value
+    (*fn)(static_cast<int64_t>(task_of(c)), thread);
+    if (finished_.fetch_add(1) + 1 == n) {
+      done_.store(loop_of(c));
+      done_.notify_one();
+    }
+    c = claim_.load();
   }
+}
+
+void ThreadPool::run_loop(int64_t n_tasks, const TaskRef& fn) {
+  const uint32_t k = ++loop_number_;
+  Loop& loop = loops_[k & 1];
+  loop.fn.store(&fn);
+  loop.n_tasks.store(n_tasks);
+  finished_.store(0);
+  claim_.store(static_cast<uint64_t>(k) << 32);
+  published_.store(k);
+  published_.notify_all();
+  run_tasks(0);
+  // Wait for tasks that workers claimed and still run (spin first, then sleep).
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  while (done_.load() != k && std::chrono::steady_clock::now() < until) {
+    std::this_thread::yield();
+  }
+  for (uint32_t d = done_.load(); d != k; d = done_.load()) done_.wait(d);
 }
 
 void ThreadPool::parallel_for(int64_t n_tasks, TaskRef fn) {
@@ -44,49 +80,30 @@ void ThreadPool::parallel_for(int64_t n_tasks, TaskRef fn) {
     for (int64_t t = 0; t < n_tasks; ++t) fn(t, 0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    fn_ = &fn;
-    n_tasks_ = n_tasks;
-    next_.store(0, std::memory_order_relaxed);
-    active_.store(n_threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  wake_.notify_all();
-  run_tasks(0);
-  // Wait for the workers to finish their last task (spin first, then sleep).
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  while (active_.load(std::memory_order_acquire) != 0) {
-    if (std::chrono::steady_clock::now() > until) {
-      std::unique_lock<std::mutex> lock(mu_);
-      done_cv_.wait(lock, [&] { return active_.load(std::memory_order_acquire) == 0; });
-      break;
+  for (int64_t first = 0; first < n_tasks; first += kMaxLoopTasks) {
+    const int64_t count = std::min(kMaxLoopTasks, n_tasks - first);
+    if (first == 0) {
+      run_loop(count, fn);
+    } else {
+      const auto shifted = [&](int64_t t, int th) { fn(first + t, th); };
+      run_loop(count, TaskRef(shifted));
     }
-    std::this_thread::yield();
   }
-  fn_ = nullptr;
 }
 
 void ThreadPool::worker(int index) {
-  uint64_t seen = 0;
+  uint32_t seen = 0;
   for (;;) {
-    // Spin for a moment, then sleep until the generation changes.
+    // Spin for a moment, then sleep until a new loop is published.
     const auto until = std::chrono::steady_clock::now() + kSpin;
-    while (generation_.load(std::memory_order_acquire) == seen &&
+    while (published_.load(std::memory_order_acquire) == seen &&
            std::chrono::steady_clock::now() < until) {
       std::this_thread::yield();
     }
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-      seen = generation_.load(std::memory_order_acquire);
-      if (stop_) return;
-    }
+    published_.wait(seen);  // returns at once if it changed already
+    seen = published_.load();
+    if (stop_.load()) return;
     run_tasks(index);
-    if (active_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_cv_.notify_one();
-    }
   }
 }
 

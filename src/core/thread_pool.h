@@ -1,12 +1,15 @@
 // ThreadPool: a fixed set of workers that run one parallel loop at a time. The caller's thread
 // takes part, so a pool of n threads starts n - 1 workers. Workers spin briefly between loops
-// (decode runs hundreds of small loops per token) and then sleep on a condition variable.
+// (decode runs hundreds of small loops per token) and then sleep (C++20 atomic wait: a futex,
+// with no system call on the way when nobody sleeps).
+//
+// A loop waits only for the tasks that were claimed, never for a worker that has not woken up:
+// when other programs hold the cores, a descheduled worker is simply left out of that loop
+// instead of stalling it for a time slice (see parallel_for).
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -37,8 +40,11 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   /// Calls fn(task, thread) for every task in [0, n_tasks), spread over the threads; returns
-  /// when all are done. `thread` is in [0, size()). Tasks are claimed dynamically, so uneven
-  /// tasks balance. Not reentrant: fn must not call parallel_for on the same pool.
+  /// when all are done. `thread` is in [0, size()), and one thread runs its tasks one after
+  /// another, so per-thread scratch indexed by `thread` is safe. Tasks are claimed dynamically,
+  /// so uneven tasks balance, and a worker that wakes late joins in or finds nothing left: the
+  /// caller never waits for a worker that has claimed no task. Not reentrant: fn must not call
+  /// parallel_for on the same pool.
   void parallel_for(int64_t n_tasks, TaskRef fn);
 
   /// Number of threads, the caller included.
@@ -48,21 +54,32 @@ class ThreadPool {
   static int default_threads();
 
  private:
+  /// One loop as the workers see it. Two slots, used by alternate loops, so a worker that read
+  /// an old loop's state can only fail its claim (below), never run a task of the wrong loop.
+  struct Loop {
+    std::atomic<const TaskRef*> fn{nullptr};
+    std::atomic<int64_t> n_tasks{0};
+  };
+
   void worker(int index);
+  /// Claims and runs tasks of whichever loop is current until it has none left.
   void run_tasks(int thread);
+  /// One loop of at most 2^32 - 1 tasks.
+  void run_loop(int64_t n_tasks, const TaskRef& fn);
 
   int n_threads_ = 1;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  std::condition_variable done_cv_;
-  // Loop state, written under mu_ before generation_ is bumped.
-  const TaskRef* fn_ = nullptr;
-  int64_t n_tasks_ = 0;
-  std::atomic<int64_t> next_{0};
-  std::atomic<int> active_{0};
-  std::atomic<uint64_t> generation_{0};
-  bool stop_ = false;
+  Loop loops_[2];
+  // (loop number << 32) | next unclaimed task. A claim is a compare-exchange on the whole word,
+  // so it succeeds only while that loop is still the current one.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> finished_{0};  ///< tasks of the current loop that have returned
+  uint32_t loop_number_ = 0;          ///< written by the caller's thread only
+  // What sleepers wait on. Adjacent on purpose: libstdc++ keys its waiter table by address / 4,
+  // so the two never share an entry (which would turn every notify into a system call).
+  std::atomic<uint32_t> published_{0};  ///< the latest loop number; workers sleep on it
+  std::atomic<uint32_t> done_{0};       ///< the latest finished loop; the caller sleeps on it
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace geniex

@@ -1,8 +1,14 @@
 #include "core/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
 #include <vector>
 
 namespace geniex {
@@ -37,6 +43,94 @@ TEST(ThreadPool, ManySmallLoopsInARow) {
     total += sum.load();
   }
   EXPECT_GT(total, 0);
+}
+
+TEST(ThreadPool, MoreThreadsThanCoresLoseNoTask) {
+  // Oversubscribed (more threads than this machine has cores): workers wake late, in the middle
+  // of a loop or after it ended, and must neither miss a task nor run one twice.
+  ThreadPool pool(8);
+  std::atomic<int> used[8] = {};
+  for (int i = 0; i < 5000; ++i) {
+    const int64_t n = i % 13 + 2;
+    std::atomic<int64_t> sum{0};
+    std::atomic<int> in_task[8] = {};
+    std::atomic<int> overlap{0};
+    pool.parallel_for(n, [&](int64_t t, int th) {
+      if (in_task[th].fetch_add(1) != 0) overlap.fetch_add(1);  // one task at a time per thread
+      used[th].store(1);
+      volatile int spin = 0;  // long enough that sleeping workers wake and join in
+      for (int k = 0; k < 2000; ++k) spin = spin + 1;
+      sum.fetch_add(t + 1);
+      in_task[th].fetch_sub(1);
+    });
+    ASSERT_EQ(sum.load(), n * (n + 1) / 2) << "loop " << i;
+    ASSERT_EQ(overlap.load(), 0) << "loop " << i;
+  }
+  int threads_used = 0;
+  for (auto& u : used) threads_used += u.load();
+  EXPECT_GT(threads_used, 1) << "the workers never took part";
+}
+
+// A worker held in a signal handler stands for one the OS has not scheduled (other programs
+// hold the cores).
+std::atomic<bool> g_parked{false};
+std::atomic<bool> g_release{false};
+
+extern "C" void park_here(int) {
+  g_parked.store(true);
+  while (!g_release.load()) {
+    const timespec ms{0, 1000 * 1000};
+    nanosleep(&ms, nullptr);
+  }
+}
+
+TEST(ThreadPool, ALoopDoesNotWaitForAWorkerThatNeverWokeUp) {
+  ThreadPool pool(3);
+  // Learn which OS thread is which pool thread: three tasks that wait for each other, so each
+  // thread takes exactly one.
+  pthread_t ids[3];
+  std::atomic<int> arrived{0};
+  pool.parallel_for(3, [&](int64_t, int th) {
+    ids[th] = pthread_self();
+    arrived.fetch_add(1);
+    while (arrived.load() < 3) std::this_thread::yield();
+  });
+  struct sigaction sa = {};
+  sa.sa_handler = park_here;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old = {};
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  g_release.store(false);
+  g_parked.store(false);
+  ASSERT_EQ(pthread_kill(ids[1], SIGUSR1), 0);
+  while (!g_parked.load()) std::this_thread::yield();
+
+  // Thread 1 cannot run. The loop must still finish, on threads 0 and 2.
+  std::vector<std::atomic<int>> hits(200);
+  std::atomic<int> on_parked{0};
+  auto loop = std::async(std::launch::async, [&] {
+    pool.parallel_for(200, [&](int64_t t, int th) {
+      hits[static_cast<size_t>(t)].fetch_add(1);
+      if (th == 1) on_parked.fetch_add(1);
+    });
+  });
+  const bool finished = loop.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  g_release.store(true);  // let the worker go either way, so the test can end
+  loop.wait();
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_TRUE(finished) << "parallel_for waited for a worker that had claimed no task";
+  EXPECT_EQ(on_parked.load(), 0);
+  for (size_t t = 0; t < hits.size(); ++t) EXPECT_EQ(hits[t].load(), 1) << t;
+
+  // Released, the worker takes part again: three tasks that need three threads.
+  arrived.store(0);
+  std::atomic<int> seen_mask{0};
+  pool.parallel_for(3, [&](int64_t, int th) {
+    seen_mask.fetch_or(1 << th);
+    arrived.fetch_add(1);
+    while (arrived.load() < 3) std::this_thread::yield();
+  });
+  EXPECT_EQ(seen_mask.load(), 7);
 }
 
 TEST(ThreadPool, ZeroOrNegativeThreadsMeansOne) {
