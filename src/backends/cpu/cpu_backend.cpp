@@ -199,11 +199,12 @@ Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
 }
 
 // Which weights are repacked into the kernels' row-interleaved layouts at first use.
-// Default: Q4_0, Q8_0 and Q5_0 (the Q8_0 / Q5_0 packed kernels give the row kernels' results bit
-// for bit, GEMV and GEMM, so packing them changes no output; kernels/README.md). The packed
-// Q4_K / Q6_K kernels are faster but sum in another order, which moves the real Gemma 3 270M off
-// llama.cpp on near-tie greedy steps with a Q8_0 / Q4_0 KV cache (q8_0 agreement 9/10 -> 6/10,
-// measured): they stay opt-in until that order matches. GENIEX_REPACK=all repacks every
+// Default: Q4_0, and the types whose packed kernels give the row kernels' results bit for bit,
+// GEMV and GEMM, so packing them changes no output (kernels/README.md): Q8_0 and Q5_0, and Q4_K
+// where its packed kernel does so (x86 SIMD). The packed Q6_K kernel (and Q4_K on NEON) is
+// faster in places but sums in another order, which moves the real Gemma 3 270M off llama.cpp on
+// near-tie greedy steps with a Q8_0 / Q4_0 KV cache (q8_0 agreement 9/10 -> 6/10 for the earlier
+// Q4_K kernel, measured): opt-in until that order matches. GENIEX_REPACK=all repacks every
 // supported type, GENIEX_REPACK=0 none (A/B benchmarks).
 bool repack_enabled(GgmlType t) {
   enum class Mode { kNone, kDefault, kAll };
@@ -218,7 +219,12 @@ bool repack_enabled(GgmlType t) {
     case Mode::kAll: return true;
     case Mode::kDefault: break;
   }
-  return t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0;
+  if (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0) return true;
+  static const bool q4_k = [] {
+    const auto pk = ::geniex::cpu::packed_kernels(GgmlType::kQ4_K);
+    return pk.has_value() && pk->same_as_row_kernels;
+  }();
+  return t == GgmlType::kQ4_K && q4_k;
 }
 
 Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {

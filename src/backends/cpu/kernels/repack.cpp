@@ -373,7 +373,8 @@ std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
                                                     : detail::prepare_q8_0_for_q5_0x8,
                                detail::q8_for_x8_bytes,
                                g,
-                               i};
+                               i,
+                               true};
         }
         if (t == GgmlType::kQ4_K) {
           return PackedKernels{dot->act_type,
@@ -381,7 +382,8 @@ std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
                                prepare_q8_k_for_q4_kx8,
                                detail::q8k_for_q4_kx8_bytes,
                                g,
-                               i};
+                               i,
+                               i == Isa::kAvx2 || i == Isa::kAvx512 || i == Isa::kAvx512Vnni};
         }
         return PackedKernels{dot->act_type,
                              dot->quantize_act,

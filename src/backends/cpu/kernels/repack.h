@@ -59,6 +59,9 @@ struct PackedKernels {
   size_t (*act_bytes)(int64_t k);
   PackedGemmFn gemm;
   Isa isa;  ///< level the gemm was taken from
+  /// gemm returns exactly the row kernels' results (dot_kernels(t, isa), same call), so
+  /// repacking changes no output: Q8_0 and Q5_0 on every ISA, Q4_K on x86 SIMD levels.
+  bool same_as_row_kernels = false;
 };
 
 /// Best packed kernels for `t` at an ISA <= `isa` (scalar at worst); nullopt if !can_repack(t).

@@ -2,10 +2,12 @@
 // counts (partial last group), 1..70 activation rows, several K (block counts that are not
 // multiples of any unroll), padded strides. Same tolerance as vec_dot_test.cpp: integer block
 // dots are exact, so |ours - ref| <= 1e-5 * Σ_k |w_k a_k| (float summation order only).
-// Q8_0x8 / Q5_0x8 are checked bit for bit as well: equal to the row kernels of the same ISA
-// (dot_kernels) on the same call (GEMV: every row; GEMM: rows in whole 4-row tiles), and the
-// scalar kernel equal to the reference. ctest also runs this binary with GENIEX_BATCH_INVARIANT=1
-// (the GEMVs then take the GEMM order on both sides).
+// Kernels that promise the row kernels' results (PackedKernels::same_as_row_kernels: Q8_0x8,
+// Q5_0x8, and Q4_Kx8 on x86) are checked bit for bit as well: equal to the row kernels of the
+// same ISA (dot_kernels) on the same call (GEMV: every row; Q8_0 / Q5_0 GEMM: rows in whole
+// 4-row tiles; Q4_K: every row), and the scalar Q8_0 / Q5_0 kernels equal to the reference. ctest
+// also runs this binary with GENIEX_BATCH_INVARIANT=1 (the GEMVs then take the GEMM order on both
+// sides).
 #include "backends/cpu/kernels/repack.h"
 
 #include <gtest/gtest.h>
@@ -31,9 +33,6 @@ std::vector<float> dequant(GgmlType t, const uint8_t* p, size_t n) {
   EXPECT_TRUE(quant::dequantize_row(t, std::span<const uint8_t>(p, row_bytes(t, n)), out).ok());
   return out;
 }
-
-// Types whose packed kernels promise the row kernels' exact float order.
-bool exact_type(GgmlType t) { return t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0; }
 
 void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>& ncs) {
   const GgmlType at = quant::vec_dot_type(t);
@@ -96,7 +95,11 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
       // tiles for a GEMM or a batch-invariant GEMV (x86 takes the last nr % 4 rows one at a
       // time, in another order).
       std::vector<float> rows_out;
-      if (exact_type(t)) {
+      const bool exact = pk->same_as_row_kernels;
+      // Q8_0 / Q5_0 GEMMs: x86 takes the last nr % 4 rows one at a time, in another order. The
+      // K-quant row kernels take one weight row at a time for every nc.
+      const bool k_quant = t == GgmlType::kQ4_K;
+      if (exact) {
         const auto dk = dot_kernels(t, pk->isa);
         ASSERT_TRUE(dk.has_value());
         ASSERT_EQ(dk->isa, pk->isa);
@@ -107,10 +110,10 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
       for (int64_t j = 0; j < nc; ++j) {
         for (int64_t i = 0; i < nr; ++i) {
           ASSERT_NEAR(out[j * os + i], ref[j * nr + i], tol[j * nr + i]) << "i=" << i << " j=" << j;
-          if (exact_type(t) && ((nc == 1 && !batch_invariant()) || i < exact_rows)) {
+          if (exact && (k_quant || (nc == 1 && !batch_invariant()) || i < exact_rows)) {
             ASSERT_EQ(out[j * os + i], rows_out[j * nr + i]) << "row kernel, i=" << i << " j=" << j;
           }
-          if (exact_type(t) && pk->isa == Isa::kScalar) {
+          if (exact && pk->isa == Isa::kScalar) {
             ASSERT_EQ(out[j * os + i], ref[j * nr + i]) << "reference, i=" << i << " j=" << j;
           }
         }
@@ -170,7 +173,14 @@ TEST(Repack, Q6_KMatchesVecDotRef) {
   check_packed(GgmlType::kQ6_K, 256 * 130, 9, {1, 4});  // long rows
 }
 
-TEST(Repack, Q4_KMatchesVecDotRef) {
+TEST(Repack, Q4_KMatchesVecDotRefAndOnX86TheRowKernels) {
+  for (Isa isa : available_isas()) {
+    const bool x86_simd = isa == Isa::kAvx2 || isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni;
+    EXPECT_EQ(packed_kernels(GgmlType::kQ4_K, isa)->same_as_row_kernels, x86_simd) << isa_name(isa);
+    EXPECT_TRUE(packed_kernels(GgmlType::kQ8_0, isa)->same_as_row_kernels) << isa_name(isa);
+    EXPECT_TRUE(packed_kernels(GgmlType::kQ5_0, isa)->same_as_row_kernels) << isa_name(isa);
+    EXPECT_FALSE(packed_kernels(GgmlType::kQ6_K, isa)->same_as_row_kernels) << isa_name(isa);
+  }
   const std::vector<int64_t> few = {1, 2, 3, 4, 5, 9};
   for (int64_t k : {256, 256 * 3, 2048}) {
     for (int64_t nr : {1, 7, 8, 13, 17, 40}) check_packed(GgmlType::kQ4_K, k, nr, few);

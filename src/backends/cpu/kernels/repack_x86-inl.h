@@ -127,108 +127,115 @@ GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
   }
 }
 
-// Q4_Kx8: per super-block and 64-element half-pair j, the 8 chunks' low nibbles (sub-block 2j)
-// and high nibbles (2j + 1) are dotted into separate int32 sums per row, scaled by the rows'
-// sub-block scales (vpmulld) and added to the super-block's integer sum; the mins term is 4
-// madds of [min 2p, min 2p+1] per row with the activation's [sum 2p, sum 2p+1].
+// Activation rows per pass of the Q6_Kx8 kernel.
 inline constexpr int kPackedColsK = GENIEX_X86_VNNI ? 4 : 2;
+
+// Q4_Kx8, bit-identical to the row kernel (Q45KKernel<false> in vec_dot_x86-inl.h) for every
+// number of activation rows, so repacking changes no output. The row kernel keeps, per row, an
+// int32 sum per lane l of a super-block: lane l holds elements 4l..4l+3 of each of the 8
+// sub-blocks, times their scales (maddubs pairs, then madd by the scale). Chunk t of half-pair j
+// of the packed layout holds exactly those elements (4t..4t+3 of sub-blocks 2j and 2j + 1) of the
+// 8 rows, so here chunk index t plays the lane: S_t = sum over j of madd(maddubs(lo), sc_2j) +
+// madd(maddubs(hi), sc_2j+1), lanes = rows. The float steps are the row kernel's, per lane:
+// acc_t = fma(dy * d, S_t, acc_t) over the super-blocks, the mins through 4 lanes (pairs of
+// sub-blocks) accm_p = fma(dy * dmin, M_p, accm_p), then its horizontal sums written as vertical
+// adds in the same order: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) - ((m0 + m2) + (m1 +
+// m3)). Integer sums are exact, so only that float order matters.
+inline constexpr int kPackedColsQ4K = 4;
 
 template <int NC>
 GENIEX_X86_TARGET inline void q4_kx8_tile(size_t nsb, const uint8_t* w, const uint8_t* const* a,
                                           float* out, size_t out_stride, int rows) {
-  constexpr int kSplit = NC == 1 ? 2 : 1;
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  __m256 acc[NC];
+  alignas(32) float acc[NC][8][8];  // [row][lane t][weight row]
+  alignas(32) float accm[NC][4][8];
+  alignas(32) int32_t scd[8][8];  // sub-block scales, each in both int16 halves of its lane
 #pragma GCC unroll 8
-  for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
+  for (int c = 0; c < NC; ++c) {
+    for (int t = 0; t < 8; ++t) _mm256_store_ps(acc[c][t], _mm256_setzero_ps());
+    for (int p = 0; p < 4; ++p) _mm256_store_ps(accm[c][p], _mm256_setzero_ps());
+  }
   const size_t ds_off = nsb * detail::kQ8KxQs;
   for (size_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* x = w + sb * detail::kQ4_Kx8Block;
     const uint8_t* y[NC];
-    __m256i isum[NC];
+    __m256 dd[NC];
+#pragma GCC unroll 8
+    for (int s = 0; s < 8; ++s) {
+      const __m256i sc = _mm256_cvtepu8_epi32(
+          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 8 * s)));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(scd[s]),
+                         _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+    }
+    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) {
       y[c] = a[c] + sb * detail::kQ8KxQs;
-      isum[c] = _mm256_setzero_si256();
+      dd[c] = _mm256_mul_ps(dw, _mm256_set1_ps(load_f32(a[c] + ds_off + sb * detail::kQ8KxDs)));
     }
-    for (int j = 0; j < 4; ++j) {
-      __m256i slo[NC][kSplit], shi[NC][kSplit];
+    for (int t = 0; t < 8; ++t) {
+      __m256i st[NC];
 #pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) {
-#pragma GCC unroll 2
-        for (int u = 0; u < kSplit; ++u) slo[c][u] = shi[c][u] = _mm256_setzero_si256();
-      }
-#pragma GCC unroll 8
-      for (int t = 0; t < 8; ++t) {
+      for (int c = 0; c < NC; ++c) st[c] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
         const __m256i bits = loadu256(x + detail::kQ4_Kx8Qs + 32 * (8 * j + t));
         const __m256i lo = _mm256_and_si256(bits, m4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+        const __m256i sl = _mm256_load_si256(reinterpret_cast<const __m256i*>(scd[2 * j]));
+        const __m256i sh = _mm256_load_si256(reinterpret_cast<const __m256i*>(scd[2 * j + 1]));
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
-          const __m256i alo = _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 4 * t));
-          const __m256i ahi = _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 32 + 4 * t));
-          __m256i& s0 = slo[c][t % kSplit];
-          __m256i& s1 = shi[c][t % kSplit];
+          const __m256i plo =
+              _mm256_maddubs_epi16(lo, _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 4 * t)));
+          const __m256i phi = _mm256_maddubs_epi16(
+              hi, _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 32 + 4 * t)));
 #if GENIEX_X86_VNNI
-          s0 = _mm256_dpbusd_epi32(s0, lo, alo);
-          s1 = _mm256_dpbusd_epi32(s1, hi, ahi);
+          st[c] = _mm256_dpwssd_epi32(_mm256_dpwssd_epi32(st[c], plo, sl), phi, sh);
 #else
-          s0 = _mm256_add_epi16(s0, _mm256_maddubs_epi16(lo, alo));
-          s1 = _mm256_add_epi16(s1, _mm256_maddubs_epi16(hi, ahi));
+          st[c] = _mm256_add_epi32(
+              st[c], _mm256_add_epi32(_mm256_madd_epi16(plo, sl), _mm256_madd_epi16(phi, sh)));
 #endif
         }
       }
-      const __m256i sc_lo = _mm256_cvtepu8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 16 * j)));
-      const __m256i sc_hi = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
-          reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 16 * j + 8)));
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) {
-        __m256i l = slo[c][0], h = shi[c][0];
-#if GENIEX_X86_VNNI
-        if constexpr (kSplit == 2) {
-          l = _mm256_add_epi32(l, slo[c][kSplit - 1]);
-          h = _mm256_add_epi32(h, shi[c][kSplit - 1]);
-        }
-#else
-        if constexpr (kSplit == 2) {
-          l = _mm256_add_epi16(l, slo[c][kSplit - 1]);
-          h = _mm256_add_epi16(h, shi[c][kSplit - 1]);
-        }
-        l = _mm256_madd_epi16(l, _mm256_set1_epi16(1));
-        h = _mm256_madd_epi16(h, _mm256_set1_epi16(1));
-#endif
-        isum[c] = _mm256_add_epi32(
-            isum[c], _mm256_add_epi32(_mm256_mullo_epi32(l, sc_lo), _mm256_mullo_epi32(h, sc_hi)));
+        _mm256_store_ps(acc[c][t], _mm256_fmadd_ps(dd[c], _mm256_cvtepi32_ps(st[c]),
+                                                   _mm256_load_ps(acc[c][t])));
       }
     }
-    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
     const __m256 dmin = _mm256_cvtph_ps(loadu128(x + 16));
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) {
       const uint8_t* ds = a[c] + ds_off + sb * detail::kQ8KxDs;
-      __m256i msum = _mm256_setzero_si256();
+      const __m256 dm = _mm256_mul_ps(dmin, _mm256_set1_ps(load_f32(ds)));
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
         const __m256i mn = _mm256_cvtepu8_epi16(loadu128(x + detail::kQ4_Kx8Mins + 16 * p));
-        msum = madd_acc(msum, mn, _mm256_set1_epi32(detail::load_i32(ds + 4 + 4 * p)));
+        const __m256i mp =
+            _mm256_madd_epi16(mn, _mm256_set1_epi32(detail::load_i32(ds + 4 + 4 * p)));
+        _mm256_store_ps(accm[c][p],
+                        _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(mp), _mm256_load_ps(accm[c][p])));
       }
-      const __m256 da = _mm256_set1_ps(load_f32(ds));
-      // d * da * Σ - dmin * da * Σmin per super-block, then added up: the reference's order.
-      const __m256 v =
-          _mm256_sub_ps(_mm256_mul_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(isum[c])),
-                        _mm256_mul_ps(_mm256_mul_ps(dmin, da), _mm256_cvtepi32_ps(msum)));
-      acc[c] = _mm256_add_ps(acc[c], v);
     }
   }
 #pragma GCC unroll 8
   for (int c = 0; c < NC; ++c) {
+    __m256 t4[4];  // lanes t and t + 4, then the rest of hsum's tree
+#pragma GCC unroll 4
+    for (int t = 0; t < 4; ++t)
+      t4[t] = _mm256_add_ps(_mm256_load_ps(acc[c][t]), _mm256_load_ps(acc[c][t + 4]));
+    const __m256 sa = _mm256_add_ps(_mm256_add_ps(t4[0], t4[2]), _mm256_add_ps(t4[1], t4[3]));
+    const __m256 sm =
+        _mm256_add_ps(_mm256_add_ps(_mm256_load_ps(accm[c][0]), _mm256_load_ps(accm[c][2])),
+                      _mm256_add_ps(_mm256_load_ps(accm[c][1]), _mm256_load_ps(accm[c][3])));
+    const __m256 v = _mm256_sub_ps(sa, sm);
     float* o = out + static_cast<size_t>(c) * out_stride;
     if (rows == 8) {
-      _mm256_storeu_ps(o, acc[c]);
+      _mm256_storeu_ps(o, v);
     } else {
       float tmp[8];
-      _mm256_storeu_ps(tmp, acc[c]);
+      _mm256_storeu_ps(tmp, v);
       for (int r = 0; r < rows; ++r) o[r] = tmp[r];
     }
   }
@@ -243,19 +250,17 @@ GENIEX_X86_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
       std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
   for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
     const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += kPackedColsK) {
-      const int m = static_cast<int>(std::min<int64_t>(kPackedColsK, nc - c0));
-      const uint8_t* rows[kPackedColsK];
+    for (int64_t c0 = 0; c0 < nc; c0 += kPackedColsQ4K) {
+      const int m = static_cast<int>(std::min<int64_t>(kPackedColsQ4K, nc - c0));
+      const uint8_t* rows[kPackedColsQ4K];
       for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
       for (int64_t g = g0; g < g1; ++g) {
         const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
         const uint8_t* wg = w + static_cast<size_t>(g) * gb;
         float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
         switch (m) {
-#if GENIEX_X86_VNNI
           case 4: q4_kx8_tile<4>(nsb, wg, rows, o, out_stride, nrows); break;
           case 3: q4_kx8_tile<3>(nsb, wg, rows, o, out_stride, nrows); break;
-#endif
           case 2: q4_kx8_tile<2>(nsb, wg, rows, o, out_stride, nrows); break;
           default: q4_kx8_tile<1>(nsb, wg, rows, o, out_stride, nrows); break;
         }
