@@ -285,14 +285,13 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         GENIEX_ASSIGN_OR_RETURN(w, f32_of(g, in[1]));
       }
       const int64_t row = desc(0).ne[0];
-      const int64_t rows = desc(0).nrows();
-      FirstError errs;
-      pool_.parallel_for(rows, [&](int64_t r, int) {
-        errs.set(ref::rms_norm(cspan(x + r * row, row),
-                               w ? cspan(w, row) : std::span<const float>(), row, p.eps,
-                               std::span<float>(out + r * row, sz(row))));
-      });
-      return errs.take();
+      if (row <= 0) return invalid_argument("rms_norm: rows of no elements");
+      if (w != nullptr && desc(1).nelements() != row) {
+        return invalid_argument("rms_norm: weight has " + std::to_string(desc(1).nelements()) +
+                                " elements, rows have " + std::to_string(row));
+      }
+      cpu::rms_norm_rows(pool_, x, w, row, desc(0).nrows(), p.eps, out);
+      return {};
     }
     case OpKind::kRope: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
@@ -301,8 +300,8 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         GENIEX_ASSIGN_OR_RETURN(const float* f, f32_of(g, in[2]));
         ff = cspan(f, desc(2).nelements());
       }
-      return cpu::rope(pool_, x, desc(0).ne[0], desc(0).ne[1], desc(0).ne[2], ispan(1), p.rope, ff,
-                       out);
+      return cpu::rope(pool_, scratch_, x, desc(0).ne[0], desc(0).ne[1], desc(0).ne[2], ispan(1),
+                       p.rope, ff, out, act_source(in[1]));
     }
     case OpKind::kAttention: {
       GENIEX_ASSIGN_OR_RETURN(const float* q, f32_of(g, in[0]));

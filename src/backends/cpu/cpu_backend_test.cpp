@@ -393,6 +393,44 @@ TEST(CpuBackend, RopeBothModesWithFreqFactorsAndPartialDims) {
   }
 }
 
+// Layers' RoPEs share one positions node: the backend computes each parameter set's cos / sin
+// table once per run (Scratch::rope). A chain of RoPEs alternating two bases and two n_dims must
+// still equal the reference, and a later run with other positions must not reuse the old tables.
+TEST(CpuBackend, RopeChainSharingPositionsAcrossParametersAndRuns) {
+  const int64_t d = 64, nh = 2, t = 11;
+  const auto x = gaussian(sz(d * nh * t), 1.0f, 43);
+  std::vector<int32_t> pos(sz(t));
+  for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
+  Graph g;
+  NodeId xn = g.add_input(make_desc(kF32, d, nh, t), "x");
+  NodeId pn = g.add_input(make_desc(kI32, t), "pos");
+  NodeId y = xn;
+  for (int layer = 0; layer < 6; ++layer) {
+    OpParams p;
+    p.rope.mode = graph::RopeMode::kNeox;
+    p.rope.base = layer % 2 == 0 ? 10000.0f : 1000000.0f;
+    p.rope.n_dims = layer % 3 == 2 ? 32 : 0;
+    y = add(g, OpKind::kRope, {y, pn}, p);
+  }
+  auto be = cpu(3);
+  ASSERT_NE(be, nullptr);
+  for (int run = 0; run < 3; ++run) {
+    if (run > 0) {
+      for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(100 * run + 7 * i);
+    }
+    Bindings b;
+    b.bind_input(xn, std::span<const float>(x));
+    b.bind_input(pn, std::span<const int32_t>(pos));
+    std::vector<float> want(x.size()), got(x.size(), std::numeric_limits<float>::quiet_NaN());
+    Bindings rb = b;
+    rb.bind_output(y, want);
+    ASSERT_TRUE(graph::run_reference(g, rb).ok());
+    b.bind_output(y, got);
+    ASSERT_TRUE(be->run(g, b).ok());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "run " << run;
+  }
+}
+
 // The CPU's GELU is ggml's: x rounded to f16, looked up in an f16 table of GELU values (and 0 /
 // x outside (-10, 10)). Both roundings are 2^-11 relative and |gelu'| < 1.13, so per element
 // |cpu - ref| <= (1.13 + 1) * 2^-11 * |x| (< 1.5e-3 |x|), times |up| for GeGLU.

@@ -25,6 +25,18 @@ struct ActSource {
   bool operator==(const ActSource&) const = default;
 };
 
+/// cos / sin of one RoPE op's angles (n_tokens x n_dims / 2, token-major), kept for the other
+/// RoPE ops of the same run with the same positions node and parameters (q and k of every
+/// layer: Gemma 3 has two bases, so two tables per run).
+struct RopeTable {
+  ActSource pos;  ///< run and node of the positions
+  int64_t n_tokens = 0, n_dims = 0;
+  float base = 0.0f, freq_scale = 0.0f;
+  const float* freq_factors = nullptr;
+  uint64_t last_use = 0;
+  std::vector<double> cs, sn;
+};
+
 /// Scratch memory reused across ops and runs (grown, never shrunk).
 struct Scratch {
   /// What `act` / `act_packed` hold: the source, the function that produced it, k and m.
@@ -42,6 +54,8 @@ struct Scratch {
   std::vector<std::vector<float>> per_thread;  ///< attention rows etc., one per thread
   std::vector<std::vector<uint64_t>> masks;    ///< attention key masks, one per thread
   std::vector<int64_t> tiles;                  ///< attention query tiles (first, count)
+  std::vector<RopeTable> rope;                 ///< a few recent RoPE tables (rope())
+  uint64_t rope_clock = 0;
 };
 
 /// y[m, n] = W[n, :] . x[m, :]  (W: n rows of k elements of `wtype`; x: m rows of k floats).
@@ -72,10 +86,17 @@ Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, 
 Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,
                  int64_t n_vocab, std::span<const int32_t> ids, float* out);
 
-/// RoPE of x [head_dim, n_head, n_tokens] (see graph::RopeParams); sin/cos once per token.
-Status rope(ThreadPool& pool, const float* x, int64_t head_dim, int64_t n_head, int64_t n_tokens,
-            std::span<const int32_t> pos, const graph::RopeParams& p,
-            std::span<const float> freq_factors, float* y);
+/// RoPE of x [head_dim, n_head, n_tokens] (see graph::RopeParams); sin/cos once per token, and
+/// when `pos_src` names the positions node (run != 0), once per run for every RoPE op with the
+/// same positions and parameters (Scratch::rope). Bit-identical to graph::ref::rope either way.
+Status rope(ThreadPool& pool, Scratch& scratch, const float* x, int64_t head_dim, int64_t n_head,
+            int64_t n_tokens, std::span<const int32_t> pos, const graph::RopeParams& p,
+            std::span<const float> freq_factors, float* y, ActSource pos_src = {});
+
+/// RMSNorm of `rows` rows of n floats (w: n weights, or null), bit-identical to
+/// graph::ref::rms_norm; several rows' sums of squares run at once (op_norm.cpp).
+void rms_norm_rows(ThreadPool& pool, const float* x, const float* w, int64_t n, int64_t rows,
+                   float eps, float* y);
 
 /// ggml's GELU: f16 table lookup of the rounded input (see op_activation.cpp).
 float gelu_f16_table(float x);
