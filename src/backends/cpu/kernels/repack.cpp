@@ -383,7 +383,7 @@ std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
                                detail::q8k_for_q4_kx8_bytes,
                                g,
                                i,
-                               i == Isa::kAvx2 || i == Isa::kAvx512 || i == Isa::kAvx512Vnni};
+                               i != Isa::kScalar};
         }
         return PackedKernels{dot->act_type,
                              dot->quantize_act,

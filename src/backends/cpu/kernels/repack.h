@@ -60,7 +60,7 @@ struct PackedKernels {
   PackedGemmFn gemm;
   Isa isa;  ///< level the gemm was taken from
   /// gemm returns exactly the row kernels' results (dot_kernels(t, isa), same call), so
-  /// repacking changes no output: Q8_0 and Q5_0 on every ISA, Q4_K on x86 SIMD levels.
+  /// repacking changes no output: Q8_0 and Q5_0 on every ISA, Q4_K on the SIMD levels.
   bool same_as_row_kernels = false;
 };
 

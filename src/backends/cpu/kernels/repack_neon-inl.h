@@ -119,7 +119,8 @@ GENIEX_NEON_TARGET inline int32x4_t widen4(const uint8_t* p) {
 }
 
 // Q4_Kx8, one activation row at a time (the NEON path is kept simple: correctness under qemu,
-// plain multi-row reuse on hardware).
+// plain multi-row reuse on hardware). Bit-identical to the NEON row kernel (Q45KKernel in
+// vec_dot_neon-inl.h): the same exact integer sums per super-block and its float expression.
 GENIEX_NEON_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, const uint8_t* a,
                                     size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nsb = static_cast<size_t>(k / 256);
@@ -168,8 +169,11 @@ GENIEX_NEON_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, con
             dwf[r] = f16(x + 2 * (4 * h + r)) * da;
             dmf[r] = f16(x + 16 + 2 * (4 * h + r)) * da;
           }
-          acc[h] = vfmaq_f32(acc[h], vld1q_f32(dwf), vcvtq_f32_s32(isum));
-          acc[h] = vfmsq_f32(acc[h], vld1q_f32(dmf), vcvtq_f32_s32(vld1q_s32(ms)));
+          // The row kernel's expression, rounding for rounding: sum += d * dy * Σ - dmin * dy *
+          // Σmin (no fused steps), so the packed results are its bits.
+          acc[h] =
+              vaddq_f32(acc[h], vsubq_f32(vmulq_f32(vld1q_f32(dwf), vcvtq_f32_s32(isum)),
+                                          vmulq_f32(vld1q_f32(dmf), vcvtq_f32_s32(vld1q_s32(ms)))));
         }
       }
       float tmp[8];
