@@ -86,16 +86,25 @@ Status rms_norm(std::span<const float> x, std::span<const float> w, int64_t n, f
   GENIEX_TRY(check_size("rms_norm", "y", y.size(), static_cast<int64_t>(x.size())));
   for (size_t r = 0; r < x.size() / sz(n); ++r) {
     const float* xr = x.data() + r * sz(n);
-    double ss = 0.0;
-    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + static_cast<double>(eps));
-    for (int64_t i = 0; i < n; ++i) {
-      double v = xr[i] * inv;
-      if (!w.empty()) v *= static_cast<double>(w[sz(i)]);
-      y[r * sz(n) + sz(i)] = static_cast<float>(v);
-    }
+    rms_norm_row(xr, w.empty() ? nullptr : w.data(), n, rms_sum_squares(xr, n), eps,
+                 y.data() + r * sz(n));
   }
   return {};
+}
+
+double rms_sum_squares(const float* x, int64_t n) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  return ss;
+}
+
+void rms_norm_row(const float* x, const float* w, int64_t n, double sum_sq, float eps, float* y) {
+  const double inv = 1.0 / std::sqrt(sum_sq / static_cast<double>(n) + static_cast<double>(eps));
+  for (int64_t i = 0; i < n; ++i) {
+    double v = x[i] * inv;
+    if (w != nullptr) v *= static_cast<double>(w[i]);
+    y[i] = static_cast<float>(v);
+  }
 }
 
 Status softmax(std::span<const float> x, int64_t n, float scale, std::span<float> y) {

@@ -35,6 +35,13 @@ Status embedding(GgmlType type, std::span<const uint8_t> table, int64_t n_embd, 
 Status rms_norm(std::span<const float> x, std::span<const float> w, int64_t n, float eps,
                 std::span<float> y);
 
+/// rms_norm's sum of squares of one row: Σ double(x_i)^2, added in index order.
+double rms_sum_squares(const float* x, int64_t n);
+
+/// rms_norm's scaling of one row (w may be null) given rms_sum_squares(x, n): what a faster
+/// backend calls after computing the same sum its own way, so both agree to the bit.
+void rms_norm_row(const float* x, const float* w, int64_t n, double sum_sq, float eps, float* y);
+
 /// Per row of `n`: y = softmax(x * scale). -inf entries get weight 0; a row that is entirely -inf
 /// gives all zeros (not NaN).
 Status softmax(std::span<const float> x, int64_t n, float scale, std::span<float> y);

@@ -306,7 +306,8 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         ff = cspan(f, desc(2).nelements());
       }
       return cpu::rope(pool_, scratch_, x, desc(0).ne[0], desc(0).ne[1], desc(0).ne[2], ispan(1),
-                       p.rope, ff, out, act_source(in[1]));
+                       p.rope, ff, out, act_source(in[1]),
+                       in.size() == 3 ? act_source(in[2]) : cpu::ActSource{});
     }
     case OpKind::kAttention: {
       GENIEX_ASSIGN_OR_RETURN(const float* q, f32_of(g, in[0]));

@@ -1,8 +1,8 @@
 // The CPU backend against graph::run_reference, op kind by op kind, with 1 and 3 threads.
 //
 // Tolerances (|cpu - ref| <= tol * max|ref| over the output, per element):
-// * ops the backend runs through the scalar references (element-wise, norms, rope, get_rows,
-//   reshape, embedding): 1e-6 (in practice bit-identical);
+// * ops the backend runs through the scalar references (element-wise, get_rows, reshape,
+//   embedding): 1e-6 (in practice bit-identical); RMSNorm and RoPE: norm_rope_test.cpp;
 // * matmul: 1e-5 (the SIMD kernels differ from quant::vec_dot_ref only in float summation order);
 // * attention over F32 k/v: 1e-5 (f32 dots and exp vs the reference's doubles);
 // * attention over an F16 cache: 3e-3 of max|v|, since the backend rounds q and the
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/backend_test_util.h"
 #include "core/fp16.h"
 #include "graph/run_reference.h"
 #include "quant/quant.h"
@@ -30,147 +31,7 @@
 namespace geniex::backends {
 namespace {
 
-using graph::Bindings;
-using graph::Graph;
-using graph::make_desc;
-using graph::NodeId;
-using graph::OpKind;
-using graph::OpParams;
-using quant::testing::gaussian;
-
-constexpr GgmlType kF32 = GgmlType::kF32;
-constexpr GgmlType kF16 = GgmlType::kF16;
-constexpr GgmlType kI32 = GgmlType::kI32;
-
-constexpr double kExactTol = 1e-6;
-constexpr double kMatMulTol = 1e-5;
-constexpr double kAttnTol = 1e-5;
-
-size_t sz(int64_t v) { return static_cast<size_t>(v); }
-
-std::unique_ptr<Backend> cpu(int threads) {
-  auto b = make_cpu_backend(CpuBackendOptions{threads});
-  EXPECT_TRUE(b.ok());
-  return b.ok() ? std::move(*b) : nullptr;
-}
-
-std::span<const uint8_t> bytes_of(const std::vector<float>& f) {
-  return {reinterpret_cast<const uint8_t*>(f.data()), f.size() * sizeof(float)};
-}
-
-// `rows` rows of `k` values stored as `t`: quantize_row where a quantizer exists, otherwise
-// random blocks with finite scales (Q2_K, Q3_K, IQ4_NL, ...).
-std::vector<uint8_t> make_weight(GgmlType t, int64_t k, int64_t rows, uint32_t seed) {
-  const size_t row = quant::testing::row_bytes(t, sz(k));
-  if (!quant::can_quantize(t)) {
-    const size_t nblocks = row * sz(rows) / traits(t).type_size;
-    return quant::testing::random_blocks(t, nblocks, 0.05f, seed);
-  }
-  const auto f = gaussian(sz(k * rows), 0.5f, seed);
-  std::vector<uint8_t> out(row * sz(rows));
-  for (size_t r = 0; r < sz(rows); ++r) {
-    EXPECT_TRUE(quant::quantize_row(t, std::span(f).subspan(r * sz(k), sz(k)),
-                                    std::span(out).subspan(r * row, row))
-                    .ok());
-  }
-  return out;
-}
-
-NodeId add(Graph& g, OpKind kind, const std::vector<NodeId>& in, const OpParams& p = {},
-           std::string name = {}) {
-  auto r = g.add_op(kind, in, p, std::move(name));
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return r.ok() ? *r : 0;
-}
-
-double max_abs(const std::vector<float>& v) {
-  double m = 0.0;
-  for (float x : v) m = std::max(m, static_cast<double>(std::fabs(x)));
-  return m;
-}
-
-// Each element within `bound` of the reference; reports the worst one (NaN counts as worst).
-void expect_within(const std::vector<float>& got, const std::vector<float>& want, double bound,
-                   const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  double worst = 0.0;
-  size_t at = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double e = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (std::isnan(e)) {
-      worst = std::numeric_limits<double>::infinity();
-      at = i;
-      break;
-    }
-    if (e > worst) {
-      worst = e;
-      at = i;
-    }
-  }
-  EXPECT_LE(worst, bound) << what << ": element " << at << " got " << got[at] << " want "
-                          << want[at];
-}
-
-// Each element within tol * max(max|want|, floor) of the reference.
-void expect_close(const std::vector<float>& got, const std::vector<float>& want, double tol,
-                  const std::string& what, double floor = 1e-3) {
-  expect_within(got, want, tol * std::max(max_abs(want), floor), what);
-}
-
-// Each element within its own bound[i] of the reference.
-void expect_within_each(const std::vector<float>& got, const std::vector<float>& want,
-                        const std::vector<double>& bound, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size()) << what;
-  ASSERT_EQ(bound.size(), want.size()) << what;
-  int failures = 0;
-  for (size_t i = 0; i < got.size() && failures < 5; ++i) {
-    const double e = std::fabs(static_cast<double>(got[i]) - want[i]);
-    if (!(e <= bound[i])) {
-      ++failures;
-      ADD_FAILURE() << what << ": element " << i << " got " << got[i] << " want " << want[i]
-                    << " (bound " << bound[i] << ")";
-    }
-  }
-}
-
-// Runs the reference and the CPU backend (1 and 3 threads) on `b` and compares node `out`:
-// within tol * max|ref| everywhere, or within per_element[i] when given.
-void expect_matches_reference(const Graph& g, const Bindings& b, NodeId out, double tol,
-                              const std::string& what,
-                              const std::vector<double>* per_element = nullptr) {
-  const auto n = sz(g.node(out).desc.nelements());
-  std::vector<float> want(n);
-  Bindings rb = b;
-  rb.bind_output(out, want);
-  const Status rs = graph::run_reference(g, rb);
-  ASSERT_TRUE(rs.ok()) << what << ": " << rs.to_string();
-  for (int threads : {1, 3}) {
-    auto be = cpu(threads);
-    ASSERT_NE(be, nullptr);
-    EXPECT_EQ(be->kind(), DeviceKind::kCpu);
-    std::vector<float> got(n, std::numeric_limits<float>::quiet_NaN());
-    Bindings cb = b;
-    cb.bind_output(out, got);
-    const Status s = be->run(g, cb);
-    ASSERT_TRUE(s.ok()) << what << " (" << threads << " threads): " << s.to_string();
-    const std::string label = what + " (" + std::to_string(threads) + " threads)";
-    if (per_element != nullptr) {
-      expect_within_each(got, want, *per_element, label);
-    } else {
-      expect_close(got, want, tol, label);
-    }
-    // A second run on the same backend (arena and scratch reused) gives the same answer.
-    std::vector<float> again(n, std::numeric_limits<float>::quiet_NaN());
-    cb.bind_output(out, again);
-    ASSERT_TRUE(be->run(g, cb).ok());
-    EXPECT_EQ(std::memcmp(again.data(), got.data(), n * sizeof(float)), 0) << what << " rerun";
-  }
-}
-
-// Test names from the type parameter ("Q4_K").
-std::string type_param_name(const ::testing::TestParamInfo<GgmlType>& p) {
-  return std::string(ggml_type_name(p.param));
-}
+using namespace cpu_test;  // NOLINT(build/namespaces): the shared test helpers
 
 // ---------------------------------------------------------------------------------------------
 // MatMul for every weight type with a dot product.
@@ -194,7 +55,7 @@ TEST_P(CpuMatMul, MatchesReference) {
       expect_matches_reference(
           g, b, y, kMatMulTol,
           std::string(ggml_type_name(t)) + " N=" + std::to_string(n) + " M=" + std::to_string(m));
-      auto be = cpu(1);
+      auto be = backend_with(1);
       const auto s = be->supports(g, y);
       EXPECT_EQ(s.level, Support::kNative) << s.reason;
     }
@@ -249,7 +110,7 @@ TEST(CpuBackend, MatMulsSharingAnInputEqualEachAloneAcrossRuns) {
   // x, x, x2 (another node between), x, x: the last two must not reuse x2's quantization.
   const std::vector<NodeId> inputs = {xn, xn, x2, xn, xn};
   for (size_t i = 0; i < ws.size(); ++i) ys.push_back(add(g, OpKind::kMatMul, {wn[i], inputs[i]}));
-  auto be = cpu(2);
+  auto be = backend_with(2);
   ASSERT_NE(be, nullptr);
   for (uint32_t run = 0; run < 2; ++run) {
     const auto x = gaussian(sz(k * m), 1.0f, 900 + run);
@@ -276,7 +137,7 @@ TEST(CpuBackend, MatMulsSharingAnInputEqualEachAloneAcrossRuns) {
       ob.bind_weight(w1, ws[i].first, wdata[i]);
       ob.bind_input(x1, std::span<const float>(xi));
       ob.bind_output(y1, want);
-      auto fresh = cpu(2);
+      auto fresh = backend_with(2);
       ASSERT_TRUE(fresh->run(one, ob).ok());
       EXPECT_EQ(std::memcmp(got[i].data(), want.data(), want.size() * sizeof(float)), 0)
           << "matmul " << i << " (" << ggml_type_name(ws[i].first) << ") in run " << run;
@@ -289,7 +150,7 @@ TEST(CpuBackend, SupportsEveryBuildableMatMulAndEmbedding) {
   // A weight type without a dot product (Q8_1, Q8_K, I32) cannot be put in a MatMul at all:
   // Graph::add_op rejects it with kUnimplemented, so the backend's kUnsupported answer for a
   // missing kernel cannot be reached through a valid graph and is not tested here.
-  auto be = cpu(1);
+  auto be = backend_with(1);
   for (GgmlType t : {GgmlType::kQ8_1, GgmlType::kQ8_K, GgmlType::kI32}) {
     Graph g;
     NodeId w = g.add_weight(make_desc(t, 256, 4), "w");
@@ -330,104 +191,6 @@ TEST(CpuBackend, Embedding) {
     b.bind_weight(tn, t, table);
     b.bind_input(in, std::span<const int32_t>(ids));
     expect_matches_reference(g, b, y, kExactTol, "embedding " + std::string(ggml_type_name(t)));
-  }
-}
-
-TEST(CpuBackend, RmsNormPlainWithF32AndF16Weight) {
-  const int64_t e = 96, t = 13;
-  const auto x = gaussian(sz(e * t), 2.0f, 31);
-  const auto wf = gaussian(sz(e), 1.0f, 32);
-  std::vector<uint8_t> w16(sz(e) * 2);
-  ASSERT_TRUE(quant::quantize_row(kF16, wf, w16).ok());
-  Graph g;
-  NodeId xn = g.add_input(make_desc(kF32, e, t), "x");
-  NodeId w32n = g.add_weight(make_desc(kF32, e), "w32");
-  NodeId w16n = g.add_weight(make_desc(kF16, e), "w16");
-  OpParams p;
-  p.eps = 1e-5f;
-  NodeId plain = add(g, OpKind::kRmsNorm, {xn}, p);
-  NodeId a = add(g, OpKind::kRmsNorm, {xn, w32n}, p);
-  NodeId c = add(g, OpKind::kRmsNorm, {a, w16n}, p);
-  NodeId y = add(g, OpKind::kAdd, {c, plain});
-  Bindings b;
-  b.bind_input(xn, std::span<const float>(x));
-  b.bind_weight(w32n, kF32, bytes_of(wf));
-  b.bind_weight(w16n, kF16, w16);
-  expect_matches_reference(g, b, plain, kExactTol, "rms_norm plain");
-  expect_matches_reference(g, b, y, kExactTol, "rms_norm weighted chain");
-}
-
-TEST(CpuBackend, RopeBothModesWithFreqFactorsAndPartialDims) {
-  const int64_t d = 64, nh = 3, t = 19;  // 19 tokens: three tasks of 8, 8 and 3
-  const auto x = gaussian(sz(d * nh * t), 1.0f, 41);
-  std::vector<int32_t> pos(sz(t));
-  for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(5 + 3 * i);
-  for (auto mode : {graph::RopeMode::kNormal, graph::RopeMode::kNeox}) {
-    for (int32_t n_dims : {0, 32}) {
-      for (bool with_ff : {false, true}) {
-        const int64_t nd = n_dims == 0 ? d : n_dims;
-        std::vector<float> ff(sz(nd / 2));
-        for (size_t i = 0; i < ff.size(); ++i) ff[i] = 1.0f + 0.37f * static_cast<float>(i);
-        Graph g;
-        NodeId xn = g.add_input(make_desc(kF32, d, nh, t), "x");
-        NodeId pn = g.add_input(make_desc(kI32, t), "pos");
-        NodeId fn = g.add_input(make_desc(kF32, nd / 2), "freq_factors");
-        OpParams p;
-        p.rope.mode = mode;
-        p.rope.n_dims = n_dims;
-        p.rope.base = 500000.0f;
-        p.rope.freq_scale = 0.5f;
-        std::vector<NodeId> ins = {xn, pn};
-        if (with_ff) ins.push_back(fn);
-        NodeId y = add(g, OpKind::kRope, ins, p);
-        Bindings b;
-        b.bind_input(xn, std::span<const float>(x));
-        b.bind_input(pn, std::span<const int32_t>(pos));
-        b.bind_input(fn, std::span<const float>(ff));
-        expect_matches_reference(g, b, y, kExactTol,
-                                 std::string("rope ") +
-                                     (mode == graph::RopeMode::kNeox ? "neox" : "normal") +
-                                     " n_dims=" + std::to_string(n_dims) + (with_ff ? " ff" : ""));
-      }
-    }
-  }
-}
-
-// Layers' RoPEs share one positions node: the backend computes each parameter set's cos / sin
-// table once per run (Scratch::rope). A chain of RoPEs alternating two bases and two n_dims must
-// still equal the reference, and a later run with other positions must not reuse the old tables.
-TEST(CpuBackend, RopeChainSharingPositionsAcrossParametersAndRuns) {
-  const int64_t d = 64, nh = 2, t = 11;
-  const auto x = gaussian(sz(d * nh * t), 1.0f, 43);
-  std::vector<int32_t> pos(sz(t));
-  for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(i);
-  Graph g;
-  NodeId xn = g.add_input(make_desc(kF32, d, nh, t), "x");
-  NodeId pn = g.add_input(make_desc(kI32, t), "pos");
-  NodeId y = xn;
-  for (int layer = 0; layer < 6; ++layer) {
-    OpParams p;
-    p.rope.mode = graph::RopeMode::kNeox;
-    p.rope.base = layer % 2 == 0 ? 10000.0f : 1000000.0f;
-    p.rope.n_dims = layer % 3 == 2 ? 32 : 0;
-    y = add(g, OpKind::kRope, {y, pn}, p);
-  }
-  auto be = cpu(3);
-  ASSERT_NE(be, nullptr);
-  for (int run = 0; run < 3; ++run) {
-    if (run > 0) {
-      for (size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(100 * run + 7 * i);
-    }
-    Bindings b;
-    b.bind_input(xn, std::span<const float>(x));
-    b.bind_input(pn, std::span<const int32_t>(pos));
-    std::vector<float> want(x.size()), got(x.size(), std::numeric_limits<float>::quiet_NaN());
-    Bindings rb = b;
-    rb.bind_output(y, want);
-    ASSERT_TRUE(graph::run_reference(g, rb).ok());
-    b.bind_output(y, got);
-    ASSERT_TRUE(be->run(g, b).ok());
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "run " << run;
   }
 }
 
@@ -548,7 +311,7 @@ TEST(CpuBackend, GetRowsAndReshape) {
   rb.bind_output(y, want_y);
   rb.bind_output(flat, want_flat);
   ASSERT_TRUE(graph::run_reference(g, rb).ok());
-  auto be = cpu(3);
+  auto be = backend_with(3);
   Bindings cb = b;
   cb.bind_output(rows, got_rows);
   cb.bind_output(y, got_y);
@@ -695,7 +458,7 @@ TEST_P(CpuCachedAttention, PrefillThenDecodeMatchesReferenceAndWritesState) {
   const double tol = type == kF16 ? 3e-3 : kAttnTol;
 
   for (int threads : {1, 3}) {
-    auto be = cpu(threads);
+    auto be = backend_with(threads);
     std::vector<uint8_t> cpu_k = nan_fill, cpu_v = nan_fill, ref_k = nan_fill, ref_v = nan_fill;
     struct Step {
       int64_t n_new;
@@ -848,7 +611,7 @@ TEST_P(CpuDecoderBlock, EndToEnd) {
   rb.bind_output(down, want_down);
   rb.bind_output(lastrow, want_last);
   ASSERT_TRUE(graph::run_reference(g, rb).ok());
-  auto be = cpu(3);
+  auto be = backend_with(3);
   Bindings cb = b;
   cb.bind_state(ks, cache_t, ck_s);
   cb.bind_state(vs, cache_t, cv_s);
@@ -918,7 +681,7 @@ TEST(CpuBackend, ErrorsAreStatuses) {
     b.bind_output(s.rows, out);
     return b;
   };
-  auto be = cpu(3);
+  auto be = backend_with(3);
   ASSERT_TRUE(be->run(s.g, full()).ok());
 
   auto expect_code = [&](const Bindings& b, StatusCode code, const std::string& needle,

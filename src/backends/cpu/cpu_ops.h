@@ -29,10 +29,10 @@ struct ActSource {
 /// RoPE ops of the same run with the same positions node and parameters (q and k of every
 /// layer: Gemma 3 has two bases, so two tables per run).
 struct RopeTable {
-  ActSource pos;  ///< run and node of the positions
+  ActSource pos;           ///< run and node of the positions
+  ActSource freq_factors;  ///< run and node of the frequency factors (run 0: none)
   int64_t n_tokens = 0, n_dims = 0;
   float base = 0.0f, freq_scale = 0.0f;
-  const float* freq_factors = nullptr;
   uint64_t last_use = 0;
   std::vector<double> cs, sn;
 };
@@ -87,11 +87,13 @@ Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table
                  int64_t n_vocab, std::span<const int32_t> ids, float* out);
 
 /// RoPE of x [head_dim, n_head, n_tokens] (see graph::RopeParams); sin/cos once per token, and
-/// when `pos_src` names the positions node (run != 0), once per run for every RoPE op with the
-/// same positions and parameters (Scratch::rope). Bit-identical to graph::ref::rope either way.
+/// when `pos_src` names the positions node (and `ff_src` the frequency factors' node, if any),
+/// once per run for every RoPE op with the same nodes and parameters (Scratch::rope).
+/// Bit-identical to graph::ref::rope either way.
 Status rope(ThreadPool& pool, Scratch& scratch, const float* x, int64_t head_dim, int64_t n_head,
             int64_t n_tokens, std::span<const int32_t> pos, const graph::RopeParams& p,
-            std::span<const float> freq_factors, float* y, ActSource pos_src = {});
+            std::span<const float> freq_factors, float* y, ActSource pos_src = {},
+            ActSource ff_src = {});
 
 /// RMSNorm of `rows` rows of n floats (w: n weights, or null), bit-identical to
 /// graph::ref::rms_norm; several rows' sums of squares run at once (op_norm.cpp).

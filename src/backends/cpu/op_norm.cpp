@@ -3,23 +3,14 @@
 // of the additions matters, and it is kept), but four rows' sums run as independent chains. The
 // reference's single chain is bound by the latency of a double add, one element per ~3 cycles.
 #include <algorithm>
-#include <cmath>
 
 #include "backends/cpu/cpu_ops.h"
+#include "graph/ref_ops.h"
 
 namespace geniex::backends::cpu {
 namespace {
 
 constexpr int64_t kRowsPerTask = 4;
-
-void scale_row(const float* xr, const float* w, int64_t n, double ss, float eps, float* yr) {
-  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + static_cast<double>(eps));
-  for (int64_t i = 0; i < n; ++i) {
-    double v = xr[i] * inv;
-    if (w != nullptr) v *= static_cast<double>(w[i]);
-    yr[i] = static_cast<float>(v);
-  }
-}
 
 }  // namespace
 
@@ -43,14 +34,11 @@ void rms_norm_rows(ThreadPool& pool, const float* x, const float* w, int64_t n, 
       }
       ss[0] = s0, ss[1] = s1, ss[2] = s2, ss[3] = s3;
     } else {
-      for (int64_t r = 0; r < nr; ++r) {
-        const float* p = xr + r * n;
-        double s = 0.0;
-        for (int64_t i = 0; i < n; ++i) s += static_cast<double>(p[i]) * p[i];
-        ss[r] = s;
-      }
+      for (int64_t r = 0; r < nr; ++r) ss[r] = graph::ref::rms_sum_squares(xr + r * n, n);
     }
-    for (int64_t r = 0; r < nr; ++r) scale_row(xr + r * n, w, n, ss[r], eps, y + (r0 + r) * n);
+    for (int64_t r = 0; r < nr; ++r) {
+      graph::ref::rms_norm_row(xr + r * n, w, n, ss[r], eps, y + (r0 + r) * n);
+    }
   });
 }
 

@@ -17,13 +17,16 @@ constexpr size_t kRopeTables = 4;
 // recently used slot.
 const RopeTable& table_for(ThreadPool& pool, Scratch& scratch, std::span<const int32_t> pos,
                            int64_t n_dims, const graph::RopeParams& p,
-                           std::span<const float> freq_factors, ActSource src) {
+                           std::span<const float> freq_factors, ActSource src, ActSource ff_src) {
   const auto n_tokens = static_cast<int64_t>(pos.size());
   const float* ff = freq_factors.empty() ? nullptr : freq_factors.data();
+  if (ff == nullptr) ff_src = {};
+  // Nodes name the contents within a run; without a name for each input nothing is reused.
+  const bool named = src.run != 0 && (ff == nullptr || ff_src.run != 0);
   auto& tables = scratch.rope;
   for (RopeTable& t : tables) {
-    if (src.run != 0 && t.pos == src && t.n_tokens == n_tokens && t.n_dims == n_dims &&
-        t.base == p.base && t.freq_scale == p.freq_scale && t.freq_factors == ff) {
+    if (named && t.pos == src && t.freq_factors == ff_src && t.n_tokens == n_tokens &&
+        t.n_dims == n_dims && t.base == p.base && t.freq_scale == p.freq_scale) {
       t.last_use = ++scratch.rope_clock;
       return t;
     }
@@ -34,12 +37,12 @@ const RopeTable& table_for(ThreadPool& pool, Scratch& scratch, std::span<const i
     if (t.last_use < slot->last_use) slot = &t;
   }
   RopeTable& t = *slot;
-  t.pos = src;
+  t.pos = named ? src : ActSource{};
+  t.freq_factors = named ? ff_src : ActSource{};
   t.n_tokens = n_tokens;
   t.n_dims = n_dims;
   t.base = p.base;
   t.freq_scale = p.freq_scale;
-  t.freq_factors = ff;
   t.last_use = ++scratch.rope_clock;
   const int64_t half = n_dims / 2;
   std::vector<double> powers(static_cast<size_t>(half));
@@ -67,7 +70,7 @@ const RopeTable& table_for(ThreadPool& pool, Scratch& scratch, std::span<const i
 
 Status rope(ThreadPool& pool, Scratch& scratch, const float* x, int64_t head_dim, int64_t n_head,
             int64_t n_tokens, std::span<const int32_t> pos, const graph::RopeParams& p,
-            std::span<const float> freq_factors, float* y, ActSource pos_src) {
+            std::span<const float> freq_factors, float* y, ActSource pos_src, ActSource ff_src) {
   const int64_t n_dims = p.n_dims == 0 ? head_dim : p.n_dims;
   if (static_cast<int64_t>(pos.size()) != n_tokens || n_dims <= 0 || n_dims % 2 != 0 ||
       n_dims > head_dim) {
@@ -79,7 +82,7 @@ Status rope(ThreadPool& pool, Scratch& scratch, const float* x, int64_t head_dim
   if (!freq_factors.empty() && static_cast<int64_t>(freq_factors.size()) != half) {
     return invalid_argument("rope: freq_factors must have n_dims/2 entries");
   }
-  const RopeTable& tab = table_for(pool, scratch, pos, n_dims, p, freq_factors, pos_src);
+  const RopeTable& tab = table_for(pool, scratch, pos, n_dims, p, freq_factors, pos_src, ff_src);
   const bool neox = p.mode == graph::RopeMode::kNeox;
   pool.parallel_for(n_tokens, [&](int64_t t, int) {
     const double* cs = tab.cs.data() + t * half;
