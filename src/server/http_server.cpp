@@ -26,6 +26,9 @@ bool same_secret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// Idle keep-alive connections are closed after this long (see install_routes).
+constexpr time_t kKeepAliveSeconds = 2;
+
 bool needs_key(const std::string& path) {
   return path.starts_with("/v1/") || path == "/v1" || path == "/metrics";
 }
@@ -54,7 +57,10 @@ void HttpServer::install_routes() {
     return new httplib::ThreadPool(workers);  // NOLINT: httplib takes ownership
   };
   http_->set_payload_max_length(o.max_body_bytes);
-  http_->set_keep_alive_timeout(5);
+  // An idle keep-alive connection holds its worker until the client sends or this timeout
+  // passes, and httplib's stop() does not interrupt that wait, so it bounds how long shutdown can
+  // outlast the grace period (5 s here made SIGTERM take grace + ~5 s with any idle client).
+  http_->set_keep_alive_timeout(kKeepAliveSeconds);
 
   http_->set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
     if (st.options.api_key.empty() || !needs_key(req.path)) {

@@ -230,6 +230,20 @@ def test_sigterm_finishes_in_flight_then_exits_0(geniex_bin, gemma_gguf):
     r.close()
 
 
+def test_idle_keep_alive_connection_does_not_hold_shutdown(geniex_bin, gemma_gguf):
+    # A client that keeps its connection open between requests (requests.Session, the openai
+    # client's pool, a browser): the server must still exit soon after SIGTERM, bounded by the
+    # grace period plus the server's 2 s idle keep-alive timeout, not the client's patience.
+    srv = start_server(geniex_bin, gemma_gguf, "--shutdown-timeout", "1")
+    with requests.Session() as s:
+        assert s.get(srv.url + "/health", timeout=10).status_code == 200  # connection kept alive
+        t0 = time.monotonic()
+        srv.proc.send_signal(signal.SIGTERM)
+        assert srv.proc.wait(timeout=15) == 0
+        elapsed = time.monotonic() - t0
+    assert elapsed < 4.0, f"an idle keep-alive connection held shutdown for {elapsed:.1f}s"
+
+
 def test_sigint_idle_server_exits_0_quickly(geniex_bin, gemma_gguf):
     srv = start_server(geniex_bin, gemma_gguf)
     t0 = time.monotonic()
