@@ -106,6 +106,7 @@ class CpuBackend final : public Backend {
   backends::cpu::Scratch scratch_;
   std::vector<float> arena_;
   std::vector<Val> vals_;
+  std::vector<float*> out_direct_;  ///< per node: the caller's output buffer, if it is one
   cpu::ExecPlan plan_;
   uint64_t plan_key_ = 0;
   std::vector<NodeId> plan_outputs_;
@@ -485,11 +486,20 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
   }
   const cpu::ExecPlan& plan = plan_;
   if (arena_.size() < sz(plan.arena_floats)) arena_.resize(sz(plan.arena_floats));
+  // An op that is an output writes straight into the caller's buffer (checked above: F32, the
+  // node's size) instead of its arena slot and a copy at the end: the logits of a batched Gemma
+  // step are 8 MiB.
+  out_direct_.assign(n, nullptr);
+  for (auto& [id, dst] : b.outputs()) out_direct_[id] = dst.data();
   for (NodeId id = 0; id < n; ++id) {
     const Node& node = g.node(id);
     if (node.role != NodeRole::kOp) continue;
     float* out =
         plan.offset[id] == cpu::ExecPlan::kNoBuffer ? nullptr : arena_.data() + plan.offset[id];
+    if (out != nullptr && out_direct_[id] != nullptr && node.op != OpKind::kReshape &&
+        node.op != OpKind::kCacheWrite) {
+      out = out_direct_[id];
+    }
     if (node.op == OpKind::kReshape) {
       GENIEX_ASSIGN_OR_RETURN(vals_[id].f, f32_of(g, node.inputs[0]));
       continue;
@@ -504,7 +514,7 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
   }
   for (auto& [id, dst] : b.outputs()) {
     GENIEX_ASSIGN_OR_RETURN(const float* src, f32_of(g, id));
-    std::memcpy(dst.data(), src, dst.size() * sizeof(float));
+    if (src != dst.data()) std::memcpy(dst.data(), src, dst.size() * sizeof(float));
   }
   return {};
 }
