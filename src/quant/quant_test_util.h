@@ -6,6 +6,7 @@
 #include <cstring>
 #include <ostream>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "core/dtype.h"
@@ -28,6 +29,20 @@ inline std::vector<float> gaussian(size_t n, float sigma, uint32_t seed) {
 }
 
 inline size_t row_bytes(GgmlType t, size_t n) { return static_cast<size_t>(*ggml_row_bytes(t, n)); }
+
+/// `rows` rows of `k` Gaussian values (standard deviation `sigma`) quantized row by row as `t`
+/// (a type quant::can_quantize accepts); empty if a row fails to quantize.
+inline std::vector<uint8_t> gaussian_rows(GgmlType t, size_t k, size_t rows, float sigma,
+                                          uint32_t seed) {
+  const size_t row = row_bytes(t, k);
+  const auto f = gaussian(k * rows, sigma, seed);
+  std::vector<uint8_t> out(row * rows);
+  for (size_t r = 0; r < rows; ++r) {
+    const std::span<const float> src(f.data() + r * k, k);
+    if (!quantize_row(t, src, std::span<uint8_t>(out.data() + r * row, row)).ok()) return {};
+  }
+  return out;
+}
 
 /// Byte offsets of the f16 scale fields in one block of `t` (for random-but-finite blocks).
 inline std::vector<size_t> f16_fields(GgmlType t) {

@@ -55,13 +55,8 @@ inline std::vector<uint8_t> make_weight(GgmlType t, int64_t k, int64_t rows, uin
     const size_t nblocks = row * sz(rows) / traits(t).type_size;
     return quant::testing::random_blocks(t, nblocks, 0.05f, seed);
   }
-  const auto f = gaussian(sz(k * rows), 0.5f, seed);
-  std::vector<uint8_t> out(row * sz(rows));
-  for (size_t r = 0; r < sz(rows); ++r) {
-    EXPECT_TRUE(quant::quantize_row(t, std::span(f).subspan(r * sz(k), sz(k)),
-                                    std::span(out).subspan(r * row, row))
-                    .ok());
-  }
+  auto out = quant::testing::gaussian_rows(t, sz(k), sz(rows), 0.5f, seed);
+  EXPECT_FALSE(out.empty()) << ggml_type_name(t) << " rows failed to quantize";
   return out;
 }
 
@@ -154,6 +149,23 @@ inline void expect_matches_reference(const Graph& g, const Bindings& b, NodeId o
     ASSERT_TRUE(be->run(g, cb).ok());
     EXPECT_EQ(std::memcmp(again.data(), got.data(), n * sizeof(float)), 0) << what << " rerun";
   }
+}
+
+// Runs the reference and `be` (kept by the caller, so its caches carry over between calls) on
+// `b` and expects node `out` bit for bit.
+inline void expect_same_bits_as_reference(Backend& be, const Graph& g, const Bindings& b,
+                                          NodeId out, const std::string& what) {
+  const auto n = sz(g.node(out).desc.nelements());
+  std::vector<float> want(n), got(n, std::numeric_limits<float>::quiet_NaN());
+  Bindings rb = b;
+  rb.bind_output(out, want);
+  const Status rs = graph::run_reference(g, rb);
+  ASSERT_TRUE(rs.ok()) << what << ": " << rs.to_string();
+  Bindings cb = b;
+  cb.bind_output(out, got);
+  const Status s = be.run(g, cb);
+  ASSERT_TRUE(s.ok()) << what << ": " << s.to_string();
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0) << what;
 }
 
 // Test names from the type parameter ("Q4_K").

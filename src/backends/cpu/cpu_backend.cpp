@@ -205,8 +205,7 @@ Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
 // on x86 (below). The packed Q6_K kernel is faster in places but sums in another order, which
 // moves the real Gemma 3 270M off llama.cpp on near-tie greedy steps with a Q8_0 / Q4_0 KV cache
 // (q8_0 agreement 9/10 -> 6/10 for the earlier Q4_K kernel, measured): opt-in until that order
-// matches. GENIEX_REPACK=all repacks every
-// supported type, GENIEX_REPACK=0 none (A/B benchmarks).
+// matches. GENIEX_REPACK=all repacks every supported type, GENIEX_REPACK=0 none (A/B benchmarks).
 bool repack_enabled(GgmlType t) {
   enum class Mode { kNone, kDefault, kAll };
   static const Mode mode = [] {
@@ -496,10 +495,8 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
     if (node.role != NodeRole::kOp) continue;
     float* out =
         plan.offset[id] == cpu::ExecPlan::kNoBuffer ? nullptr : arena_.data() + plan.offset[id];
-    if (out != nullptr && out_direct_[id] != nullptr && node.op != OpKind::kReshape &&
-        node.op != OpKind::kCacheWrite) {
-      out = out_direct_[id];
-    }
+    // (A reshape aliases its input and a cache write has no buffer: neither writes to out.)
+    if (out != nullptr && out_direct_[id] != nullptr) out = out_direct_[id];
     if (node.op == OpKind::kReshape) {
       GENIEX_ASSIGN_OR_RETURN(vals_[id].f, f32_of(g, node.inputs[0]));
       continue;

@@ -143,13 +143,7 @@ TEST(CpuBackend, RopeChainSharingPositionsAcrossParametersAndRuns) {
     Bindings b;
     b.bind_input(xn, std::span<const float>(x));
     b.bind_input(pn, std::span<const int32_t>(pos));
-    std::vector<float> want(x.size()), got(x.size(), std::numeric_limits<float>::quiet_NaN());
-    Bindings rb = b;
-    rb.bind_output(y, want);
-    ASSERT_TRUE(graph::run_reference(g, rb).ok());
-    b.bind_output(y, got);
-    ASSERT_TRUE(be->run(g, b).ok());
-    EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "run " << run;
+    expect_same_bits_as_reference(*be, g, b, y, "run " + std::to_string(run));
   }
 }
 
@@ -178,15 +172,9 @@ TEST(CpuBackend, RopeTablesKeepFrequencyFactorNodesApart) {
   b.bind_input(pn, std::span<const int32_t>(pos));
   b.bind_input(fa, std::span<const float>(ff_a));
   b.bind_input(fb, std::span<const float>(ff_b));
-  std::vector<float> want(x.size()), got(x.size(), std::numeric_limits<float>::quiet_NaN());
-  Bindings rb = b;
-  rb.bind_output(y, want);
-  ASSERT_TRUE(graph::run_reference(g, rb).ok());
   auto be = backend_with(3);
   ASSERT_NE(be, nullptr);
-  b.bind_output(y, got);
-  ASSERT_TRUE(be->run(g, b).ok());
-  EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0);
+  expect_same_bits_as_reference(*be, g, b, y, "two frequency-factor nodes");
 }
 
 }  // namespace

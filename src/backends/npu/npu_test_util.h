@@ -33,14 +33,8 @@ inline std::unique_ptr<Backend> ref_npu(const std::string& config = {},
 /// `rows` rows of `k` Gaussian values (standard deviation `sigma`) stored as `t`.
 inline std::vector<uint8_t> make_weight(GgmlType t, int64_t k, int64_t rows, uint32_t seed,
                                         float sigma = 0.5f) {
-  const size_t row = quant::testing::row_bytes(t, sz(k));
-  const auto f = quant::testing::gaussian(sz(k * rows), sigma, seed);
-  std::vector<uint8_t> out(row * sz(rows));
-  for (size_t r = 0; r < sz(rows); ++r) {
-    EXPECT_TRUE(quant::quantize_row(t, std::span(f).subspan(r * sz(k), sz(k)),
-                                    std::span(out).subspan(r * row, row))
-                    .ok());
-  }
+  auto out = quant::testing::gaussian_rows(t, sz(k), sz(rows), sigma, seed);
+  EXPECT_FALSE(out.empty()) << ggml_type_name(t) << " rows failed to quantize";
   return out;
 }
 
