@@ -10,7 +10,6 @@
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/exec_plan.h"
 #include "backends/cpu/kernels/vec_dot.h"
-#include "core/fp16.h"
 #include "core/thread_pool.h"
 #include "graph/ref_ops.h"
 #include "quant/quant.h"
@@ -256,10 +255,19 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
     return errs.take();
   };
   switch (n.op) {
-    case OpKind::kEmbedding:
+    case OpKind::kEmbedding: {
+      // A table that is also a packed matmul weight (tied embeddings): read the packed copy.
+      const auto it = packed_.find(vals_[in[0]].raw);
+      if (it != packed_.end() && it->second != nullptr && it->second->type == desc(0).dtype &&
+          it->second->k == desc(0).ne[0] && it->second->n == desc(0).ne[1]) {
+        GENIEX_ASSIGN_OR_RETURN(const bool done,
+                                cpu::embedding_packed(pool_, *it->second, ispan(1), out));
+        if (done) return {};
+      }
       return cpu::embedding(pool_, desc(0).dtype,
                             std::span<const uint8_t>(vals_[in[0]].raw, vals_[in[0]].raw_size),
                             desc(0).ne[0], desc(0).ne[1], ispan(1), out);
+    }
     case OpKind::kMatMul: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
       const Val& wv = vals_[in[0]];
@@ -431,8 +439,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         const float* s = src + sz(t) * sz(row);
         uint8_t* d = st.state + sz(slots[t]) * row_bytes;
         if (sd.dtype == GgmlType::kF16) {
-          auto* h = reinterpret_cast<uint16_t*>(d);
-          for (int64_t i = 0; i < row; ++i) h[i] = fp32_to_fp16(s[i]);
+          cpu::f32_to_f16_row(s, reinterpret_cast<uint16_t*>(d), row);
         } else if (sd.dtype == GgmlType::kF32) {
           std::memcpy(d, s, sz(row) * sizeof(float));
         } else if (q8 && q8->act_type == GgmlType::kQ8_0) {

@@ -570,6 +570,56 @@ INSTANTIATE_TEST_SUITE_P(CacheTypes, CpuCachedAttention,
                          type_param_name);
 
 // ---------------------------------------------------------------------------------------------
+// A tied table (token embedding and LM head in one tensor): once the matmul has packed it, the
+// lookups read the packed copy, because the original pages were handed back to the kernel. The
+// test overwrites the original after the first run; Q8_0 and Q4_0 lookups must still return the
+// table's rows bit for bit (a wrong lane or block in the unpacking fails), and Q5_0, which has
+// no unpacking, keeps reading the original (so it sees the overwrite: the fallback is taken).
+TEST(CpuBackend, EmbeddingOfAPackedTableReadsThePackedCopy) {
+  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ5_0}) {
+    const std::string what(ggml_type_name(t));
+    const int64_t e = 96, vocab = 19;  // 3 blocks per row; groups of 8 rows, the last partial
+    auto table = make_weight(t, e, vocab, 33);
+    const auto pristine = table;
+    const std::vector<int32_t> ids = {18, 0, 7, 8, 16, 3, 18};
+    std::vector<float> x(sz(e), 0.25f);
+    Graph g;
+    NodeId tn = g.add_weight(make_desc(t, e, vocab), "token_embd");
+    NodeId in = g.add_input(make_desc(kI32, static_cast<int64_t>(ids.size())), "ids");
+    NodeId xn = g.add_input(make_desc(kF32, e), "x");
+    NodeId emb = add(g, OpKind::kEmbedding, {tn, in});
+    NodeId logits = add(g, OpKind::kMatMul, {tn, xn});
+    Bindings b;
+    b.bind_weight(tn, t, table);
+    b.bind_input(in, std::span<const int32_t>(ids));
+    b.bind_input(xn, std::span<const float>(x));
+    std::vector<float> want(ids.size() * sz(e)), want_logits(sz(vocab));
+    Bindings rb = b;
+    rb.bind_output(emb, want);
+    rb.bind_output(logits, want_logits);
+    ASSERT_TRUE(graph::run_reference(g, rb).ok()) << what;
+    auto be = backend_with(2);
+    for (int run = 0; run < 3; ++run) {
+      std::vector<float> got(want.size(), std::numeric_limits<float>::quiet_NaN());
+      std::vector<float> got_logits(want_logits.size());
+      Bindings cb = b;
+      cb.bind_output(emb, got);
+      cb.bind_output(logits, got_logits);
+      ASSERT_TRUE(be->run(g, cb).ok()) << what << " run " << run;
+      expect_close(got_logits, want_logits, kMatMulTol, what + " logits");
+      if (t == GgmlType::kQ5_0 && run > 0) {
+        EXPECT_NE(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+            << what << ": no unpacking, so the (overwritten) original is read";
+      } else {
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+            << what << " run " << run;
+      }
+      // The original's values are gone from here on: only the packed copy still holds them.
+      for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(pristine[i] ^ 0x5A);
+    }
+  }
+}
+
 // A small decoder block end to end (embedding -> norm -> projections -> rope -> cache ->
 // attention -> output projection -> residual -> glu FFN -> last-token logits).
 

@@ -82,6 +82,16 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
                      int64_t m, float* y, ActSource src = {});
 
+/// embedding() over a table that was packed for the matmuls (a tied LM head): its original pages
+/// were handed back after packing, so reading them costs page faults on every lookup. Rows come
+/// from the packed copy instead, unpacked to the original blocks (the same values). False when
+/// the packed type has no unpacking (kernels::unpack_row): then read the original table.
+Result<bool> embedding_packed(ThreadPool& pool, const PackedMatrix& table,
+                              std::span<const int32_t> ids, float* out);
+
+/// y[i] = fp32_to_fp16(x[i]) for i < n, bit for bit, with F16C / NEON where there is one.
+void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
+
 /// out[:, t] = row ids[t] of the table, dequantized.
 Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,
                  int64_t n_vocab, std::span<const int32_t> ids, float* out);

@@ -351,6 +351,29 @@ void repack_groups(GgmlType t, int64_t k, const uint8_t* src, size_t src_stride,
   if (t == GgmlType::kQ5_0) detail::repack_q5_0(k, src, src_stride, n, g0, g1, dst);
 }
 
+bool unpack_row(GgmlType t, int64_t k, const uint8_t* packed, int64_t row, uint8_t* dst) {
+  // Q4_0x8 and Q8_0x8 share the scheme: per block 8 f16 scales (row r's at 2r), then chunks of
+  // 32 bytes holding row r's 4 bytes at 4r (Q4_0: 4 chunks of qs, Q8_0: 8).
+  size_t block = 0, src_block = 0, chunks = 0;
+  if (t == GgmlType::kQ4_0) {
+    block = kQ4_0x8Block, src_block = kQ4_0Bytes, chunks = 4;
+  } else if (t == GgmlType::kQ8_0) {
+    block = detail::kQ8_0x8Block, src_block = kQ8_0Bytes, chunks = 8;
+  } else {
+    return false;
+  }
+  if (k <= 0 || k % 32 != 0 || row < 0) return false;
+  const size_t nb = static_cast<size_t>(k / 32);
+  const auto r = static_cast<size_t>(row % kPackRows);
+  const uint8_t* g = packed + static_cast<size_t>(row / kPackRows) * nb * block;
+  for (size_t ib = 0; ib < nb; ++ib, dst += src_block) {
+    const uint8_t* b = g + ib * block;
+    std::memcpy(dst, b + 2 * r, 2);
+    for (size_t m = 0; m < chunks; ++m) std::memcpy(dst + 2 + 4 * m, b + 16 + 32 * m + 4 * r, 4);
+  }
+  return true;
+}
+
 std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
   if (!can_repack(t)) return std::nullopt;
   const auto dot = dot_kernels(t, isa);

@@ -41,6 +41,12 @@ size_t packed_bytes(GgmlType t, int64_t k, int64_t n);
 void repack_groups(GgmlType t, int64_t k, const uint8_t* src, size_t src_stride, int64_t n,
                    int64_t g0, int64_t g1, uint8_t* dst);
 
+/// Writes row `row` of a packed matrix (`packed`: the whole matrix, rows of k elements) back in
+/// t's own block layout (ggml_row_bytes(t, k) bytes at dst), byte for byte what repack_groups
+/// read. Q4_0 and Q8_0 (the types whose packed copy can replace a token-embedding table); false,
+/// with dst untouched, for the others.
+bool unpack_row(GgmlType t, int64_t k, const uint8_t* packed, int64_t row, uint8_t* dst);
+
 /// Turns one row of k activations quantized by DotKernels::quantize_act (act_type) into the
 /// packed kernel's activation row (packed_act_bytes(k) bytes).
 using PrepareActFn = void (*)(const uint8_t* q, int64_t k, uint8_t* dst);

@@ -125,6 +125,35 @@ void check_packed(GgmlType t, int64_t k, int64_t nr, const std::vector<int64_t>&
   }
 }
 
+// unpack_row gives back each row's original blocks byte for byte (every row, the last group
+// partial, two K), and refuses the types it has no unpacking for without touching dst.
+TEST(Repack, UnpackRowRestoresTheOriginalBlocks) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (int64_t k : {32, 160}) {
+      const int64_t nr = 21;
+      const size_t wrb = row_bytes(t, static_cast<size_t>(k));
+      std::vector<uint8_t> w(static_cast<size_t>(nr) * wrb);
+      for (int64_t i = 0; i < nr; ++i) {
+        const auto x = gaussian(static_cast<size_t>(k), 1.0f, 500 + static_cast<uint32_t>(i));
+        ASSERT_TRUE(quant::quantize_row(t, x, {w.data() + i * wrb, wrb}).ok());
+      }
+      std::vector<uint8_t> packed(packed_bytes(t, k, nr));
+      repack_groups(t, k, w.data(), wrb, nr, 0, (nr + kPackRows - 1) / kPackRows, packed.data());
+      for (int64_t i = 0; i < nr; ++i) {
+        std::vector<uint8_t> row(wrb, 0xEE);
+        ASSERT_TRUE(unpack_row(t, k, packed.data(), i, row.data()));
+        EXPECT_EQ(std::memcmp(row.data(), w.data() + i * wrb, wrb), 0)
+            << ggml_type_name(t) << " k " << k << " row " << i;
+      }
+    }
+  }
+  std::vector<uint8_t> dst(64, 0xEE);
+  const std::vector<uint8_t> packed(packed_bytes(GgmlType::kQ5_0, 32, 8));
+  EXPECT_FALSE(unpack_row(GgmlType::kQ5_0, 32, packed.data(), 0, dst.data()));
+  EXPECT_FALSE(unpack_row(GgmlType::kQ8_0, 48, packed.data(), 0, dst.data()));  // not blocks
+  for (uint8_t v : dst) ASSERT_EQ(v, 0xEE);
+}
+
 TEST(Repack, CoversItsTypesOnEveryIsa) {
   EXPECT_TRUE(can_repack(GgmlType::kQ4_0));
   EXPECT_TRUE(can_repack(GgmlType::kQ4_K));
