@@ -180,6 +180,7 @@ GENIEX_X86_TARGET void x8_gemv_group(size_t nb, const uint8_t* w, const uint8_t*
       for (int pos = 0; pos < 4; ++pos) {
         const size_t b = ib + static_cast<size_t>(pos);
         const uint8_t* x = w + b * kBlock;
+        stream_prefetch(x, kBlock);
         const uint8_t* y = a + b * detail::kQ8x4Qs;
         const uint8_t* d = ds + b * detail::kQ8x8Ds;
         __m256i qh = _mm256_setzero_si256();

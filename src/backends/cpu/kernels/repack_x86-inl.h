@@ -26,6 +26,7 @@ GENIEX_X86_TARGET inline void q4_0x8_tile(size_t nb, const uint8_t* w, const uin
   const size_t ds_off = nb * detail::kQ8x4Qs;
   for (size_t ib = 0; ib < nb; ++ib) {
     const uint8_t* x = w + ib * detail::kQ4_0x8Block;
+    if constexpr (NC == 1) stream_prefetch(x, detail::kQ4_0x8Block);
     const uint8_t* y[NC];
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) y[c] = a[c] + ib * detail::kQ8x4Qs;
@@ -158,6 +159,7 @@ GENIEX_X86_TARGET inline void q4_kx8_tile(size_t nsb, const uint8_t* w, const ui
   const size_t ds_off = nsb * detail::kQ8KxQs;
   for (size_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* x = w + sb * detail::kQ4_Kx8Block;
+    if constexpr (NC == 1) stream_prefetch(x, detail::kQ4_Kx8Block);
     const uint8_t* y[NC];
     __m256 dd[NC];
 #pragma GCC unroll 8

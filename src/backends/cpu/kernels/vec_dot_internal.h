@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/vec_dot.h"
@@ -26,6 +27,31 @@ GemmFn neon_gemm(GgmlType t);
 GemmFn neon_dotprod_gemm(GgmlType t);
 GemmFn neon_i8mm_gemm(GgmlType t);
 #endif
+
+// Software prefetch for single-row passes (GEMVs: decode with one sequence) over weights that
+// stream from memory. With the hardware prefetcher alone, compute and memory barely overlap: one
+// Zen 3 core ran the packed Q4_K GEMV at ~6 GB/s from memory (21 GB/s from L3) while its plain
+// read loop gets ~10. Each block's lines kStreamAhead bytes ahead are requested into L1 as the
+// kernel reaches it (bench_matmul q4_k 65536 x 2048, one thread: 10.1 -> 8.3 ms median; decode
+// tok/s +8..23 % on the 1B shapes, +15..24 % on Gemma 3 270M and SmolLM at one thread; 2048 to
+// 8192 bytes ahead measured alike). x86 only: the Arm cores are unmeasured (no hardware here).
+// GENIEX_PREFETCH=<bytes> overrides the distance, 0 turns it off (A/B benchmarks).
+inline constexpr size_t kStreamAhead = 4096;
+inline size_t stream_ahead() {
+  static const size_t d = [] {
+    const char* e = std::getenv("GENIEX_PREFETCH");
+    return e != nullptr ? static_cast<size_t>(std::strtoul(e, nullptr, 10)) : kStreamAhead;
+  }();
+  return d;
+}
+inline void stream_prefetch([[maybe_unused]] const uint8_t* p, [[maybe_unused]] size_t bytes) {
+#if defined(__x86_64__)
+  const size_t d = stream_ahead();
+  if (d == 0) return;
+  // A prefetch never faults, so lines past the end of the matrix are harmless.
+  for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + d + o, 0, 3);
+#endif
+}
 
 inline constexpr int kMaxTileCols = 4;  // activation rows per pass over a weight row
 inline constexpr int kMaxTileRows = 4;  // weight rows per pass (gemm_rows)
@@ -49,6 +75,7 @@ inline void gemm_tiles(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr,
       float* o = out + static_cast<size_t>(j0) * out_stride;
       for (int64_t i = i0; i < i1; ++i) {
         const uint8_t* wr = w + static_cast<size_t>(i) * w_stride;
+        if (nc == 1) stream_prefetch(wr, nb * K::kBlockBytes);
         float res[kMaxTileCols] = {};
         switch (m) {
           case 4: K::template run<4>(nb, wr, rows, res); break;
@@ -98,8 +125,9 @@ inline void gemm_rows(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr, 
       const uint8_t* ak = a + k0 * K::kActBytes;
       if constexpr (K::kActSums) K::act_sums(nbk, ak, sums);
       for (int64_t i = 0; i < nr; ++i) {
-        const float v =
-            K::run_gemv(nbk, w + static_cast<size_t>(i) * w_stride + k0 * K::kBlockBytes, ak, sums);
+        const uint8_t* wr = w + static_cast<size_t>(i) * w_stride + k0 * K::kBlockBytes;
+        stream_prefetch(wr, nbk * K::kBlockBytes);
+        const float v = K::run_gemv(nbk, wr, ak, sums);
         out[i] = k0 == 0 ? v : out[i] + v;
       }
     }
