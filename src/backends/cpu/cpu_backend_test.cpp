@@ -617,6 +617,15 @@ TEST(CpuBackend, EmbeddingOfAPackedTableReadsThePackedCopy) {
       // The original's values are gone from here on: only the packed copy still holds them.
       for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<uint8_t>(pristine[i] ^ 0x5A);
     }
+    // A token id past the table is an error on the packed path too, never a read out of bounds.
+    const std::vector<int32_t> bad = {0, static_cast<int32_t>(vocab), 1, 2, 3, 4, 5};
+    Bindings cb = b;
+    cb.bind_input(in, std::span<const int32_t>(bad));
+    std::vector<float> got(want.size()), got_logits(want_logits.size());
+    cb.bind_output(emb, got);
+    cb.bind_output(logits, got_logits);
+    const Status s = be->run(g, cb);
+    EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << what << ": " << s.to_string();
   }
 }
 

@@ -92,6 +92,9 @@ Result<bool> embedding_packed(ThreadPool& pool, const PackedMatrix& table,
 /// y[i] = fp32_to_fp16(x[i]) for i < n, bit for bit, with F16C / NEON where there is one.
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n);
 
+/// kOutOfRange naming the first id outside [0, n_vocab).
+Status check_token_ids(std::span<const int32_t> ids, int64_t n_vocab);
+
 /// out[:, t] = row ids[t] of the table, dequantized.
 Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,
                  int64_t n_vocab, std::span<const int32_t> ids, float* out);

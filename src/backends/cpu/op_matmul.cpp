@@ -63,16 +63,21 @@ Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<cons
   return {};
 }
 
+Status check_token_ids(std::span<const int32_t> ids, int64_t n_vocab) {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= n_vocab) {
+      return out_of_range("embedding: token id " + std::to_string(id) + " outside [0, " +
+                          std::to_string(n_vocab) + ")");
+    }
+  }
+  return {};
+}
+
 Status embedding(ThreadPool& pool, GgmlType type, std::span<const uint8_t> table, int64_t n_embd,
                  int64_t n_vocab, std::span<const int32_t> ids, float* out) {
   const auto row = ggml_row_bytes(type, static_cast<uint64_t>(n_embd));
   if (!row) return invalid_argument("embedding: row is not whole blocks");
-  for (size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0 || ids[t] >= n_vocab) {
-      return out_of_range("embedding: token id " + std::to_string(ids[t]) + " outside [0, " +
-                          std::to_string(n_vocab) + ")");
-    }
-  }
+  GENIEX_TRY(check_token_ids(ids, n_vocab));
   Status first_error;
   pool.parallel_for(static_cast<int64_t>(ids.size()), [&](int64_t t, int) {
     Status s = quant::dequantize_row(type, table.subspan(sz(ids[sz(t)]) * *row, *row),

@@ -6,11 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_ops.h"
-#include "quant/quant.h"
 
 namespace geniex::backends::cpu {
 namespace {
@@ -131,25 +129,19 @@ Result<bool> embedding_packed(ThreadPool& pool, const PackedMatrix& table,
                               std::span<const int32_t> ids, float* out) {
   const auto row = ggml_row_bytes(table.type, static_cast<uint64_t>(table.k));
   if (!row) return invalid_argument("embedding: row is not whole blocks");
+  GENIEX_TRY(check_token_ids(ids, table.n));
+  // The looked-up rows back in their own blocks, then embedding() over just those rows.
   std::vector<uint8_t> blocks(*row * ids.size());
+  std::vector<int32_t> at(ids.size());
   for (size_t t = 0; t < ids.size(); ++t) {
-    if (ids[t] < 0 || ids[t] >= table.n) {
-      return out_of_range("embedding: token id " + std::to_string(ids[t]) + " outside [0, " +
-                          std::to_string(table.n) + ")");
-    }
     if (!kern::unpack_row(table.type, table.k, table.data.get(), ids[t],
                           blocks.data() + t * *row)) {
       return false;
     }
+    at[t] = static_cast<int32_t>(t);
   }
-  Status first_error;
-  pool.parallel_for(static_cast<int64_t>(ids.size()), [&](int64_t t, int) {
-    Status s = quant::dequantize_row(table.type,
-                                     std::span<const uint8_t>(blocks.data() + sz(t) * *row, *row),
-                                     std::span<float>(out + t * table.k, sz(table.k)));
-    if (!s.ok() && t == 0) first_error = s;  // same type for every row: row 0 reports it
-  });
-  if (!first_error.ok()) return first_error;
+  GENIEX_TRY(
+      embedding(pool, table.type, blocks, table.k, static_cast<int64_t>(ids.size()), at, out));
   return true;
 }
 
