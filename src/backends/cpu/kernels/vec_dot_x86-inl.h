@@ -410,6 +410,11 @@ struct Q45KKernel {
 
 // Q6_K: ql[128] @0, qh[64] @128, int8 scales[16] @192, f16 d @208. The -32 offset is applied
 // once per block through the activation bsums: Σ sc*(q-32)*a = Σ sc*q*a - 32 Σ sc*bsum.
+// Shifts and shuffles share few ports on Zen 3, so the unpacking keeps them few: the two high
+// bits of quant group e sit at bits 2e of qh and are moved straight to bits 4-5
+// ((qh << (4 - 2e)) & 0x30, 16-bit shifts whose spill into the next byte the mask drops), and
+// the 16 sub-block scales are widened once per block, duplicated into int32 pairs, and each
+// group's two scales (16 lanes each) taken with one vpermd.
 struct Q6KKernel {
   static constexpr int kBlock = quant::kQK_K;
   static constexpr size_t kBlockBytes = 210;
@@ -418,13 +423,16 @@ struct Q6KKernel {
   GENIEX_X86_TARGET static void run(size_t nb, const uint8_t* w, const uint8_t* const* a,
                                     float* res) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
-    const __m256i m2 = _mm256_set1_epi8(0x03);
+    const __m256i m30 = _mm256_set1_epi8(0x30);
     __m256 acc[NC];
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
     for (size_t ib = 0; ib < nb; ++ib) {
       const uint8_t* x = w + ib * kBlockBytes;
       const float d = f16(x + 208);
-      const __m128i sc8 = loadu128(x + 192);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(x + 192));
+      // int32 lane k of lo: scale k twice (k = 0..3 | 8..11), of hi: scales 4..7 | 12..15.
+      const __m256i sc_lo = _mm256_unpacklo_epi16(sc16, sc16);
+      const __m256i sc_hi = _mm256_unpackhi_epi16(sc16, sc16);
       __m256i sumi[NC];
       for (int c = 0; c < NC; ++c) sumi[c] = _mm256_setzero_si256();
       for (int j = 0; j < 2; ++j) {
@@ -433,28 +441,27 @@ struct Q6KKernel {
         const __m256i bh = loadu256(x + 128 + 32 * j);
         __m256i q[4];
         q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
-                               _mm256_slli_epi16(_mm256_and_si256(bh, m2), 4));
-        q[1] =
-            _mm256_or_si256(_mm256_and_si256(b2, m4),
-                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 2), m2), 4));
-        q[2] =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
-                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 4), m2), 4));
-        q[3] =
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
-                            _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(bh, 6), m2), 4));
+                               _mm256_and_si256(_mm256_slli_epi16(bh, 4), m30));
+        q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
+                               _mm256_and_si256(_mm256_slli_epi16(bh, 2), m30));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
+                               _mm256_and_si256(bh, m30));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                               _mm256_and_si256(_mm256_srli_epi16(bh, 2), m30));
         for (int e = 0; e < 4; ++e) {
-          const int is = 8 * j + 2 * e;  // scales of elements [16 is, 16 is + 32)
-          const __m128i shuf =
-              _mm_set_epi64x(0x0101010101010101LL * (is + 1), 0x0101010101010101LL * is);
-          const __m256i sc = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, shuf));
+          // Scales of elements [16 is, 16 is + 32): is and is + 1, each over 8 int16 lanes.
+          const int is = 8 * j + 2 * e;
+          // Scale t (t = 0..15) is int32 lane (t & 3) | ((t & 8) >> 1) of sc_lo (t & 4 == 0)
+          // or sc_hi.
+          const int l0 = (is & 3) | ((is & 8) >> 1), l1 = ((is + 1) & 3) | (((is + 1) & 8) >> 1);
+          const __m256i idx = _mm256_setr_epi32(l0, l0, l0, l0, l1, l1, l1, l1);
+          const __m256i sc = _mm256_permutevar8x32_epi32((is & 4) ? sc_hi : sc_lo, idx);
           for (int c = 0; c < NC; ++c) {
             const uint8_t* y = a[c] + ib * kQ8KBytes + kQ8KQs + 128 * j + 32 * e;
             sumi[c] = madd_acc(sumi[c], sc, _mm256_maddubs_epi16(q[e], loadu256(y)));
           }
         }
       }
-      const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
       for (int c = 0; c < NC; ++c) {
         const uint8_t* y = a[c] + ib * kQ8KBytes;
         const __m256i corr = _mm256_madd_epi16(sc16, loadu256(y + kQ8KBsums));
