@@ -406,7 +406,9 @@ std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
                                detail::q8k_for_q4_kx8_bytes,
                                g,
                                i,
-                               i != Isa::kScalar};
+                               // NEON keeps the row kernel's float order; x86 sums each
+                               // sub-block in int16 first and scales once per super-block.
+                               i == Isa::kNeon || i == Isa::kNeonDotprod || i == Isa::kNeonI8mm};
         }
         return PackedKernels{dot->act_type,
                              dot->quantize_act,

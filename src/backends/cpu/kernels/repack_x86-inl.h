@@ -131,107 +131,93 @@ GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
 // Activation rows per pass of the Q6_Kx8 kernel.
 inline constexpr int kPackedColsK = GENIEX_X86_VNNI ? 4 : 2;
 
-// Q4_Kx8, bit-identical to the row kernel (Q45KKernel<false> in vec_dot_x86-inl.h) for every
-// number of activation rows, so repacking changes no output. The row kernel keeps, per row, an
-// int32 sum per lane l of a super-block: lane l holds elements 4l..4l+3 of each of the 8
-// sub-blocks, times their scales (maddubs pairs, then madd by the scale). Chunk t of half-pair j
-// of the packed layout holds exactly those elements (4t..4t+3 of sub-blocks 2j and 2j + 1) of the
-// 8 rows, so here chunk index t plays the lane: S_t = sum over j of madd(maddubs(lo), sc_2j) +
-// madd(maddubs(hi), sc_2j+1), lanes = rows. The float steps are the row kernel's, per lane:
-// acc_t = fma(dy * d, S_t, acc_t) over the super-blocks, the mins through 4 lanes (pairs of
-// sub-blocks) accm_p = fma(dy * dmin, M_p, accm_p), then its horizontal sums written as vertical
-// adds in the same order: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)) - ((m0 + m2) + (m1 +
-// m3)). Integer sums are exact, so only that float order matters.
+// Q4_Kx8. Chunk t of half-pair j holds elements 4t..4t+3 of sub-blocks 2j (low nibbles) and
+// 2j + 1 (high nibbles) of the 8 rows (lane r: row r), so a maddubs with the matching 4
+// activation bytes broadcast leaves row r's two int16 pair sums in lane r. The 8 chunks of a
+// sub-block share its scale, so their maddubs results are added in int16 first (each pair sum is
+// at most 2 * 15 * 127 = 3810 in magnitude, 8 of them 30480 < 32767: exact) and the scale is
+// applied once per sub-block by one madd (8 madds per super-block and activation row instead of
+// 64). The super-block's integer sum is the row kernel's exactly; it is scaled by one fma per
+// super-block (d * dy), the mins by another (dmin * dy times Σ m * bsum), out = acc - accm.
+// The float order is not the row kernel's (which keeps 8 lane sums per row), so the packed
+// results differ from it in the last bits; they are the same for every number of activation
+// rows (each row's chain of operations does not depend on the others).
 inline constexpr int kPackedColsQ4K = 4;
 
 template <int NC>
 GENIEX_X86_TARGET inline void q4_kx8_tile(size_t nsb, const uint8_t* w, const uint8_t* const* a,
                                           float* out, size_t out_stride, int rows) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  alignas(32) float acc[NC][8][8];  // [row][lane t][weight row]
-  alignas(32) float accm[NC][4][8];
-  alignas(32) int32_t scd[8][8];  // sub-block scales, each in both int16 halves of its lane
+  __m256 acc[NC], accm[NC];
 #pragma GCC unroll 8
   for (int c = 0; c < NC; ++c) {
-    for (int t = 0; t < 8; ++t) _mm256_store_ps(acc[c][t], _mm256_setzero_ps());
-    for (int p = 0; p < 4; ++p) _mm256_store_ps(accm[c][p], _mm256_setzero_ps());
+    acc[c] = _mm256_setzero_ps();
+    accm[c] = _mm256_setzero_ps();
   }
   const size_t ds_off = nsb * detail::kQ8KxQs;
   for (size_t sb = 0; sb < nsb; ++sb) {
     const uint8_t* x = w + sb * detail::kQ4_Kx8Block;
     if constexpr (NC == 1) stream_prefetch(x, detail::kQ4_Kx8Block);
     const uint8_t* y[NC];
-    __m256 dd[NC];
-#pragma GCC unroll 8
-    for (int s = 0; s < 8; ++s) {
-      const __m256i sc = _mm256_cvtepu8_epi32(
-          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 8 * s)));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(scd[s]),
-                         _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
-    }
-    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
+    __m256i st[NC];
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) {
       y[c] = a[c] + sb * detail::kQ8KxQs;
-      dd[c] = _mm256_mul_ps(dw, _mm256_set1_ps(load_f32(a[c] + ds_off + sb * detail::kQ8KxDs)));
+      st[c] = _mm256_setzero_si256();
     }
-    for (int t = 0; t < 8; ++t) {
-      __m256i st[NC];
-#pragma GCC unroll 8
-      for (int c = 0; c < NC; ++c) st[c] = _mm256_setzero_si256();
 #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < 4; ++j) {
+      __m256i plo[NC], phi[NC];
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) plo[c] = phi[c] = _mm256_setzero_si256();
+      // Not unrolled: unrolled, GCC hoists all 16 NC maddubs of the loop ahead of their adds
+      // and spills them (measured 16 % slower at NC = 4).
+#pragma GCC unroll 1
+      for (int t = 0; t < 8; ++t) {
         const __m256i bits = loadu256(x + detail::kQ4_Kx8Qs + 32 * (8 * j + t));
         const __m256i lo = _mm256_and_si256(bits, m4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-        const __m256i sl = _mm256_load_si256(reinterpret_cast<const __m256i*>(scd[2 * j]));
-        const __m256i sh = _mm256_load_si256(reinterpret_cast<const __m256i*>(scd[2 * j + 1]));
 #pragma GCC unroll 8
         for (int c = 0; c < NC; ++c) {
-          const __m256i plo =
-              _mm256_maddubs_epi16(lo, _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 4 * t)));
-          const __m256i phi = _mm256_maddubs_epi16(
-              hi, _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 32 + 4 * t)));
-#if GENIEX_X86_VNNI
-          st[c] = _mm256_dpwssd_epi32(_mm256_dpwssd_epi32(st[c], plo, sl), phi, sh);
-#else
-          st[c] = _mm256_add_epi32(
-              st[c], _mm256_add_epi32(_mm256_madd_epi16(plo, sl), _mm256_madd_epi16(phi, sh)));
-#endif
+          plo[c] = _mm256_add_epi16(
+              plo[c], _mm256_maddubs_epi16(
+                          lo, _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 4 * t))));
+          phi[c] = _mm256_add_epi16(
+              phi[c], _mm256_maddubs_epi16(
+                          hi, _mm256_set1_epi32(detail::load_i32(y[c] + 64 * j + 32 + 4 * t))));
         }
       }
+      // Sub-block scales of rows 0..7 (bytes), each in both int16 halves of its row's lane.
+      const __m256i sl = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+          reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 8 * (2 * j))));
+      const __m256i sh = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+          reinterpret_cast<const __m128i*>(x + detail::kQ4_Kx8Scales + 8 * (2 * j + 1))));
+      const __m256i sl2 = _mm256_or_si256(sl, _mm256_slli_epi32(sl, 16));
+      const __m256i sh2 = _mm256_or_si256(sh, _mm256_slli_epi32(sh, 16));
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) {
-        _mm256_store_ps(acc[c][t], _mm256_fmadd_ps(dd[c], _mm256_cvtepi32_ps(st[c]),
-                                                   _mm256_load_ps(acc[c][t])));
+        st[c] = madd_acc(madd_acc(st[c], plo[c], sl2), phi[c], sh2);
       }
     }
+    const __m256 dw = _mm256_cvtph_ps(loadu128(x));
     const __m256 dmin = _mm256_cvtph_ps(loadu128(x + 16));
 #pragma GCC unroll 8
     for (int c = 0; c < NC; ++c) {
       const uint8_t* ds = a[c] + ds_off + sb * detail::kQ8KxDs;
-      const __m256 dm = _mm256_mul_ps(dmin, _mm256_set1_ps(load_f32(ds)));
+      const __m256 dy = _mm256_set1_ps(load_f32(ds));
+      __m256i mp = _mm256_setzero_si256();
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
         const __m256i mn = _mm256_cvtepu8_epi16(loadu128(x + detail::kQ4_Kx8Mins + 16 * p));
-        const __m256i mp =
-            _mm256_madd_epi16(mn, _mm256_set1_epi32(detail::load_i32(ds + 4 + 4 * p)));
-        _mm256_store_ps(accm[c][p],
-                        _mm256_fmadd_ps(dm, _mm256_cvtepi32_ps(mp), _mm256_load_ps(accm[c][p])));
+        mp = madd_acc(mp, mn, _mm256_set1_epi32(detail::load_i32(ds + 4 + 4 * p)));
       }
+      acc[c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dy), _mm256_cvtepi32_ps(st[c]), acc[c]);
+      accm[c] = _mm256_fmadd_ps(_mm256_mul_ps(dmin, dy), _mm256_cvtepi32_ps(mp), accm[c]);
     }
   }
 #pragma GCC unroll 8
   for (int c = 0; c < NC; ++c) {
-    __m256 t4[4];  // lanes t and t + 4, then the rest of hsum's tree
-#pragma GCC unroll 4
-    for (int t = 0; t < 4; ++t)
-      t4[t] = _mm256_add_ps(_mm256_load_ps(acc[c][t]), _mm256_load_ps(acc[c][t + 4]));
-    const __m256 sa = _mm256_add_ps(_mm256_add_ps(t4[0], t4[2]), _mm256_add_ps(t4[1], t4[3]));
-    const __m256 sm =
-        _mm256_add_ps(_mm256_add_ps(_mm256_load_ps(accm[c][0]), _mm256_load_ps(accm[c][2])),
-                      _mm256_add_ps(_mm256_load_ps(accm[c][1]), _mm256_load_ps(accm[c][3])));
-    const __m256 v = _mm256_sub_ps(sa, sm);
+    const __m256 v = _mm256_sub_ps(acc[c], accm[c]);
     float* o = out + static_cast<size_t>(c) * out_stride;
     if (rows == 8) {
       _mm256_storeu_ps(o, v);

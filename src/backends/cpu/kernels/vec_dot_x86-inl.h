@@ -412,9 +412,11 @@ struct Q45KKernel {
 // once per block through the activation bsums: Σ sc*(q-32)*a = Σ sc*q*a - 32 Σ sc*bsum.
 // Shifts and shuffles share few ports on Zen 3, so the unpacking keeps them few: the two high
 // bits of quant group e sit at bits 2e of qh and are moved straight to bits 4-5
-// ((qh << (4 - 2e)) & 0x30, 16-bit shifts whose spill into the next byte the mask drops), and
-// the 16 sub-block scales are widened once per block, duplicated into int32 pairs, and each
-// group's two scales (16 lanes each) taken with one vpermd.
+// ((qh << (4 - 2e)) & 0x30, 16-bit shifts whose spill into the next byte the mask drops). The
+// 16 int8 sub-block scales are reordered once per block (even sub-blocks, then odd) and widened,
+// so the int16 lanes of the low half hold the scales of the first 16 elements of each 32-element
+// group and the high half those of the second 16: each group's scale vector is then one in-lane
+// vpshufb (a vpermd per group, as before, costs about twice as much on Zen 3).
 struct Q6KKernel {
   static constexpr int kBlock = quant::kQK_K;
   static constexpr size_t kBlockBytes = 210;
@@ -429,10 +431,11 @@ struct Q6KKernel {
     for (size_t ib = 0; ib < nb; ++ib) {
       const uint8_t* x = w + ib * kBlockBytes;
       const float d = f16(x + 208);
-      const __m256i sc16 = _mm256_cvtepi8_epi16(loadu128(x + 192));
-      // int32 lane k of lo: scale k twice (k = 0..3 | 8..11), of hi: scales 4..7 | 12..15.
-      const __m256i sc_lo = _mm256_unpacklo_epi16(sc16, sc16);
-      const __m256i sc_hi = _mm256_unpackhi_epi16(sc16, sc16);
+      const __m128i sc8 = loadu128(x + 192);
+      const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+      // int16 lane g: scale 2g (the first 16 elements of group g), lane 8 + g: scale 2g + 1.
+      const __m256i sc_eo = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
+          sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
       __m256i sumi[NC];
       for (int c = 0; c < NC; ++c) sumi[c] = _mm256_setzero_si256();
       for (int j = 0; j < 2; ++j) {
@@ -449,13 +452,11 @@ struct Q6KKernel {
         q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
                                _mm256_and_si256(_mm256_srli_epi16(bh, 2), m30));
         for (int e = 0; e < 4; ++e) {
-          // Scales of elements [16 is, 16 is + 32): is and is + 1, each over 8 int16 lanes.
-          const int is = 8 * j + 2 * e;
-          // Scale t (t = 0..15) is int32 lane (t & 3) | ((t & 8) >> 1) of sc_lo (t & 4 == 0)
-          // or sc_hi.
-          const int l0 = (is & 3) | ((is & 8) >> 1), l1 = ((is + 1) & 3) | (((is + 1) & 8) >> 1);
-          const __m256i idx = _mm256_setr_epi32(l0, l0, l0, l0, l1, l1, l1, l1);
-          const __m256i sc = _mm256_permutevar8x32_epi32((is & 4) ? sc_hi : sc_lo, idx);
+          // Group g = 4j + e (elements [32 g, 32 g + 32)): int16 lane g of each half of sc_eo
+          // broadcast over that half, i.e. scale 2g for 8 lanes, then 2g + 1.
+          const int g = 4 * j + e;
+          const __m256i sc = _mm256_shuffle_epi8(
+              sc_eo, _mm256_set1_epi16(static_cast<short>(((2 * g + 1) << 8) | (2 * g))));
           for (int c = 0; c < NC; ++c) {
             const uint8_t* y = a[c] + ib * kQ8KBytes + kQ8KQs + 128 * j + 32 * e;
             sumi[c] = madd_acc(sumi[c], sc, _mm256_maddubs_epi16(q[e], loadu256(y)));
