@@ -420,6 +420,9 @@ struct Q45KKernel {
 struct Q6KKernel {
   static constexpr int kBlock = quant::kQK_K;
   static constexpr size_t kBlockBytes = 210;
+  // GEMV: each block's lines stream_ahead() bytes ahead are requested as the block is reached,
+  // instead of a whole row's at its start (gemm_tiles).
+  static constexpr bool kPrefetchesBlocks = true;
 
   template <int NC>
   GENIEX_X86_TARGET static void run(size_t nb, const uint8_t* w, const uint8_t* const* a,
@@ -430,6 +433,7 @@ struct Q6KKernel {
     for (int c = 0; c < NC; ++c) acc[c] = _mm256_setzero_ps();
     for (size_t ib = 0; ib < nb; ++ib) {
       const uint8_t* x = w + ib * kBlockBytes;
+      if constexpr (NC == 1) stream_prefetch(x, kBlockBytes);
       const float d = f16(x + 208);
       const __m128i sc8 = loadu128(x + 192);
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
