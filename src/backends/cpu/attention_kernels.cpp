@@ -62,9 +62,7 @@ const Kernels& kernels_for(geniex::cpu::Isa isa) {
   if (isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni) return avx512_kernels();
   if (isa == Isa::kAvx2) return avx2_kernels();
 #elif defined(__aarch64__)
-  if (isa == Isa::kNeon || isa == Isa::kNeonDotprod || isa == Isa::kNeonI8mm) {
-    return neon_kernels();
-  }
+  if (geniex::cpu::is_neon(isa)) return neon_kernels();
 #endif
   (void)isa;
   return scalar_kernels();

@@ -199,12 +199,12 @@ Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
 }
 
 // Which weights are repacked into the kernels' row-interleaved layouts at first use.
-// Default: Q4_0, and the types whose packed kernels give the row kernels' results bit for bit,
-// GEMV and GEMM, so packing them changes no output (kernels/README.md): Q8_0 and Q5_0; and Q4_K
-// on x86, whose packed kernel sums in another order than the row kernel (one fma per
-// super-block instead of 8 lane sums) but is 1.5-2x faster at every row count and keeps the real
-// Gemma 3 270M on llama.cpp's greedy goldens (gemma_fidelity_test). The packed Q6_K kernel sums
-// in yet another order, which moves that model off llama.cpp on near-tie greedy steps with a
+// Default: Q4_0; Q8_0 and Q5_0, whose packed kernels give the row kernels' results bit for bit,
+// GEMV and GEMM, so packing them changes no output (kernels/README.md); and Q4_K on x86, whose
+// packed kernel sums in another float order than the row kernel (one fma per super-block
+// instead of 8 lane sums) but is 1.5-2x faster at every row count and keeps the real Gemma 3
+// 270M on llama.cpp's greedy goldens (gemma_fidelity_test). The packed Q6_K kernel sums in yet
+// another order, which moves that model off llama.cpp on near-tie greedy steps with a
 // Q8_0 / Q4_0 KV cache (q8_0 agreement 9/10 -> 6/10 for an earlier Q4_K kernel, measured), and
 // is no faster than the Q6_K row kernel: opt-in. GENIEX_REPACK=all repacks every supported type,
 // GENIEX_REPACK=0 none (A/B benchmarks).
@@ -226,10 +226,8 @@ bool repack_enabled(GgmlType t) {
   // 1.5-2x). The NEON Q4_Kx8 kernel takes one activation row at a time, unmeasured on
   // hardware: the row kernels stay there.
   static const bool q4_k = [] {
-    using ::geniex::cpu::Isa;
     const auto pk = ::geniex::cpu::packed_kernels(GgmlType::kQ4_K);
-    return pk.has_value() &&
-           (pk->isa == Isa::kAvx2 || pk->isa == Isa::kAvx512 || pk->isa == Isa::kAvx512Vnni);
+    return pk.has_value() && ::geniex::cpu::is_x86_simd(pk->isa);
   }();
   return t == GgmlType::kQ4_K && q4_k;
 }

@@ -14,6 +14,16 @@ namespace geniex::cpu {
 /// AVX512F+BW+VL.
 enum class Isa : uint8_t { kScalar, kAvx2, kAvx512, kAvx512Vnni, kNeon, kNeonDotprod, kNeonI8mm };
 
+/// True for the x86 SIMD levels (kAvx2, kAvx512, kAvx512Vnni).
+constexpr bool is_x86_simd(Isa isa) {
+  return isa == Isa::kAvx2 || isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni;
+}
+
+/// True for the Arm SIMD levels (kNeon, kNeonDotprod, kNeonI8mm).
+constexpr bool is_neon(Isa isa) {
+  return isa == Isa::kNeon || isa == Isa::kNeonDotprod || isa == Isa::kNeonI8mm;
+}
+
 /// Lower-case name, e.g. "avx512vnni", "neon_dotprod" (the GENIEX_ISA spelling).
 std::string_view isa_name(Isa isa);
 

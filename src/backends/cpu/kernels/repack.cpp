@@ -402,14 +402,13 @@ std::optional<PackedKernels> packed_kernels(GgmlType t, Isa isa) {
         if (t == GgmlType::kQ4_K) {
           // NEON keeps the row kernel's float order; x86 sums each sub-block in int16 first and
           // scales once per super-block.
-          const bool same = i == Isa::kNeon || i == Isa::kNeonDotprod || i == Isa::kNeonI8mm;
           return PackedKernels{dot->act_type,
                                dot->quantize_act,
                                prepare_q8_k_for_q4_kx8,
                                detail::q8k_for_q4_kx8_bytes,
                                g,
                                i,
-                               same};
+                               is_neon(i)};
         }
         return PackedKernels{dot->act_type,
                              dot->quantize_act,

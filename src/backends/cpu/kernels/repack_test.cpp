@@ -206,8 +206,8 @@ TEST(Repack, Q4_KMatchesVecDotRefAndTheSimdRowKernels) {
   for (Isa isa : available_isas()) {
     // x86 sums each sub-block in int16 and scales once per super-block (another float order
     // than the row kernel's 8 lane sums); NEON keeps the row kernel's order.
-    const bool neon = isa == Isa::kNeon || isa == Isa::kNeonDotprod || isa == Isa::kNeonI8mm;
-    EXPECT_EQ(packed_kernels(GgmlType::kQ4_K, isa)->same_as_row_kernels, neon) << isa_name(isa);
+    EXPECT_EQ(packed_kernels(GgmlType::kQ4_K, isa)->same_as_row_kernels, is_neon(isa))
+        << isa_name(isa);
     EXPECT_TRUE(packed_kernels(GgmlType::kQ8_0, isa)->same_as_row_kernels) << isa_name(isa);
     EXPECT_TRUE(packed_kernels(GgmlType::kQ5_0, isa)->same_as_row_kernels) << isa_name(isa);
     EXPECT_FALSE(packed_kernels(GgmlType::kQ6_K, isa)->same_as_row_kernels) << isa_name(isa);

@@ -416,7 +416,7 @@ struct Q45KKernel {
 // 16 int8 sub-block scales are reordered once per block (even sub-blocks, then odd) and widened,
 // so the int16 lanes of the low half hold the scales of the first 16 elements of each 32-element
 // group and the high half those of the second 16: each group's scale vector is then one in-lane
-// vpshufb (a vpermd per group, as before, costs about twice as much on Zen 3).
+// vpshufb (a per-group vpermd costs about twice as much on Zen 3).
 struct Q6KKernel {
   static constexpr int kBlock = quant::kQK_K;
   static constexpr size_t kBlockBytes = 210;
