@@ -61,9 +61,10 @@ inline constexpr int kMaxTileRows = 4;  // weight rows per pass (gemm_rows)
 // are taken in chunks of about 16 KiB so a chunk stays in L1/L2 while every group of activation
 // rows streams over it: each weight block is loaded (and unpacked) once per NC activation rows.
 // GEMVs (nc = 1) prefetch each weight row stream_ahead() bytes ahead at its start, unless K
-// declares kPrefetchesBlocks and does it block by block itself (Q6_K on x86: a row-start burst
-// of ~27 prefetches stalled on full miss buffers; per block, 1B Q4_K_M decode at one thread
-// ran +8.6 %, 6 of 6 alternating pairs).
+// declares kPrefetchesBlocks and does it block by block itself (the x86 K-quant kernels: a
+// row-start burst of ~27 prefetches stalled on full miss buffers; per block, 1B Q4_K_M decode
+// at one thread ran +8.6 % with the Q6_K kernel, 6 of 6 alternating pairs, and +8.5 % more with
+// the Q4_K row kernel under GENIEX_REPACK=0, 5 of 5).
 template <typename K>
 inline void gemm_tiles(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr, const uint8_t* a,
                        size_t a_stride, int64_t nc, float* out, size_t out_stride) {

@@ -346,6 +346,8 @@ struct Q45KKernel {
   static constexpr int kBlock = quant::kQK_K;
   static constexpr size_t kBlockBytes = kHigh ? 176 : 144;
   static constexpr size_t kQs = kHigh ? 48 : 16;
+  // GEMV: each block's lines are prefetched as the block is reached (see Q6KKernel).
+  static constexpr bool kPrefetchesBlocks = true;
 
   template <int NC>
   GENIEX_X86_TARGET static void run(size_t nb, const uint8_t* w, const uint8_t* const* a,
@@ -359,6 +361,7 @@ struct Q45KKernel {
     }
     for (size_t ib = 0; ib < nb; ++ib) {
       const uint8_t* x = w + ib * kBlockBytes;
+      if constexpr (NC == 1) stream_prefetch(x, kBlockBytes);
       const float d = f16(x), dmin = f16(x + 2);
       uint32_t utmp[4];
       unpack_k4_scales(x + 4, utmp);
