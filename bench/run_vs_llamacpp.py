@@ -19,7 +19,11 @@ llama-bench), n_ctx = P + N, n_batch = max(P, 512), n_ubatch = 512, no GPU layer
 Also runs bench/stream_bandwidth (read/copy/triad GB/s at each thread count) and prints, per
 model, the decode bandwidth bound: bytes of weight tensors read per token / the best read
 bandwidth (max of its scalar `read` and vectorized `read_tuned` loops),
-and the fraction of it each engine reaches.
+and the fraction of it each engine reaches. That bound takes the best bandwidth seen in the whole
+run (STREAM's best-of), while tg is a median: on a noisy host it compares a quiet moment with a
+typical one. So each round is also paired with the bandwidth of its own window: stream_bandwidth
+(one thread count, best of 3) right before and right after the engine's run, their mean; the
+"paired" columns are the median over rounds of tg_round * weight bytes / that bandwidth.
 
 Run with the venv that has llama_cpp and gguf:
   ~/.cache/geniex-goldens/venv/bin/python bench/run_vs_llamacpp.py [--models F ...]
@@ -164,6 +168,14 @@ def stream_bandwidth(binary: pathlib.Path, threads: list[int]) -> dict[int, dict
     return {x["threads"]: x for x in json.loads(r.stdout)["results"]}
 
 
+def window_bandwidth(binary: pathlib.Path, threads: int) -> float:
+    """max(read, read_tuned) GB/s of one short stream_bandwidth run (best of 3)."""
+    r = subprocess.run([str(binary), "--threads", str(threads), "--reps", "3", "--json"],
+                       capture_output=True, text=True, check=True)
+    x = json.loads(r.stdout)["results"][0]
+    return max(x["read_gbs"], x.get("read_tuned_gbs", 0.0))
+
+
 def tok_s(ms: list[float], n: int) -> float:
     return statistics.median(n * 1000.0 / x for x in ms) if ms else float("nan")
 
@@ -209,9 +221,21 @@ def main() -> None:
             continue
         wbytes = weight_bytes(model)
         for t in a.threads:
-            ours = {"pp_ms": [], "tg_ms": [], "ttft_ms": [], "peak_rss_bytes": 0}
-            theirs = {"pp_ms": [], "tg_ms": []}
+            ours = {"pp_ms": [], "tg_ms": [], "ttft_ms": [], "peak_rss_bytes": 0, "paired": []}
+            theirs = {"pp_ms": [], "tg_ms": [], "paired": []}
             err = None
+            # Window bandwidth before and after each engine run (shared between neighbours).
+            win = window_bandwidth(pathlib.Path(a.stream), t) if have_stream else None
+
+            def pair(side: dict, tg_ms: list[float]) -> None:
+                nonlocal win
+                if win is None or not tg_ms:
+                    return
+                after = window_bandwidth(pathlib.Path(a.stream), t)
+                bwin = 0.5 * (win + after)
+                win = after
+                side["paired"].append(tok_s(tg_ms, a.n) * wbytes / (bwin * 1e9))
+
             for rnd in range(a.rounds):
                 log(f"{model.name} t={t} round {rnd + 1}/{a.rounds}: geniex ...")
                 try:
@@ -222,10 +246,12 @@ def main() -> None:
                 except Exception as e:  # noqa: BLE001 - report, keep going
                     err = f"geniex: {e}"
                     break
+                pair(ours, o["tg_ms"])
                 log(f"{model.name} t={t} round {rnd + 1}/{a.rounds}: llama.cpp ...")
                 th = run_theirs(model, t, a.p, a.n, a.reps, a.seed + rnd)
                 for k in ("pp_ms", "tg_ms"):
                     theirs[k] += th[k]
+                pair(theirs, th["tg_ms"])
             if err:
                 failures.append((f"{model.name} t={t}", err))
                 log(err)
@@ -238,6 +264,9 @@ def main() -> None:
                 "peak_rss_ours_bytes": ours["peak_rss_bytes"],
                 "samples": {"ours": ours, "theirs": theirs},
             }
+            if ours["paired"] and theirs["paired"]:
+                row["tg_ours_paired"] = statistics.median(ours["paired"])
+                row["tg_theirs_paired"] = statistics.median(theirs["paired"])
             row["pp_ratio"] = row["pp_ours"] / row["pp_theirs"]
             row["tg_ratio"] = row["tg_ours"] / row["tg_theirs"]
             rows.append(row)
@@ -257,11 +286,13 @@ def main() -> None:
           f"{a.reps} reps, alternating geniex / llama.cpp; ratio = geniex / llama.cpp\n")
     print(f"| model | t | pp{a.p} geniex | pp{a.p} llama.cpp | pp ratio | tg{a.n} geniex | "
           f"tg{a.n} llama.cpp | tg ratio | tg bound | geniex % of bound | llama.cpp % of bound | "
-          "geniex TTFT ms | geniex peak RSS MiB |")
-    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+          "geniex % paired | llama.cpp % paired | geniex TTFT ms | geniex peak RSS MiB |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for r in rows:
         b = (f"{r['tg_bound']:.1f} | {100 * r['tg_ours_frac']:.0f}% | {100 * r['tg_theirs_frac']:.0f}%"
              if "tg_bound" in r else "- | - | -")
+        b += (f" | {100 * r['tg_ours_paired']:.0f}% | {100 * r['tg_theirs_paired']:.0f}%"
+              if "tg_ours_paired" in r else " | - | -")
         print(f"| {r['model']} | {r['threads']} | {r['pp_ours']:.1f} | {r['pp_theirs']:.1f} | "
               f"{r['pp_ratio']:.2f} | {r['tg_ours']:.2f} | {r['tg_theirs']:.2f} | {r['tg_ratio']:.2f} | "
               f"{b} | {r['ttft_ours_ms']:.0f} | {r['peak_rss_ours_bytes'] / 2**20:.0f} |")
@@ -270,6 +301,8 @@ def main() -> None:
         for t, x in sorted(bw.items()):
             print(f"  {t} thread(s): read {x['read_gbs']:.2f}  read_tuned {x.get('read_tuned_gbs', 0):.2f}  copy {x['copy_gbs']:.2f}  triad {x['triad_gbs']:.2f}")
         print("tg bound = max(read, read_tuned) bandwidth / bytes of weight tensors (each read once per token)")
+        print("% paired = median over rounds of tg * weight bytes / the mean max(read, read_tuned) "
+              "bandwidth just before and just after that engine's run (best of 3 each)")
     for what, why in failures:
         print(f"FAILED {what}: {why}")
     if a.json_out:
