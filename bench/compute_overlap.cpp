@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "int_list.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -116,21 +118,6 @@ double parallel(int threads, const std::function<void(int)>& f) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  std::string cur;
-  for (const char* p = s;; ++p) {
-    if (*p == ',' || *p == '\0') {
-      if (!cur.empty()) v.push_back(std::atoi(cur.c_str()));
-      cur.clear();
-      if (*p == '\0') break;
-    } else {
-      cur += *p;
-    }
-  }
-  return v;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -155,7 +142,7 @@ int main(int argc, char** argv) {
     if (a == "--threads" && i + 1 < argc) {
       threads = std::atoi(argv[++i]);
     } else if (a == "--ops" && i + 1 < argc) {
-      ops = parse_list(argv[++i]);
+      ops = geniex::bench::parse_int_list(argv[++i]);
     } else if (a == "--mib" && i + 1 < argc) {
       mib = static_cast<size_t>(std::atol(argv[++i]));
     } else if (a == "--cache-kib" && i + 1 < argc) {

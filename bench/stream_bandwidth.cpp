@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "int_list.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -152,21 +154,6 @@ Result measure(int threads, size_t n, int reps, size_t ahead) {
           3 * bytes / best_triad / 1e9};
 }
 
-std::vector<int> parse_list(const char* s) {
-  std::vector<int> v;
-  std::string cur;
-  for (const char* p = s;; ++p) {
-    if (*p == ',' || *p == '\0') {
-      if (!cur.empty()) v.push_back(std::atoi(cur.c_str()));
-      cur.clear();
-      if (*p == '\0') break;
-    } else {
-      cur += *p;
-    }
-  }
-  return v;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -178,7 +165,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
-      threads = parse_list(argv[++i]);
+      threads = geniex::bench::parse_int_list(argv[++i]);
     } else if (a == "--mib" && i + 1 < argc) {
       mib = static_cast<size_t>(std::atol(argv[++i]));
     } else if (a == "--reps" && i + 1 < argc) {
