@@ -70,7 +70,7 @@ __attribute__((target("avx2,f16c"))) void gelu_rows_f16c(const float* x, const f
 
 void gelu_rows(const float* x, const float* up, float* y, int64_t n) {
 #if defined(__x86_64__)
-  static const bool f16c = ::geniex::cpu::detect_isa() != ::geniex::cpu::Isa::kScalar;
+  static const bool f16c = ::geniex::cpu::has_f16c(::geniex::cpu::detect_isa());
   if (f16c) {
     gelu_rows_f16c(x, up, y, n);
     return;

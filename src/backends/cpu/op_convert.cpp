@@ -32,7 +32,7 @@ __attribute__((target("avx2,f16c"))) int64_t f16_rows_f16c(const float* x, uint1
 void f32_to_f16_row(const float* x, uint16_t* y, int64_t n) {
   int64_t i = 0;
 #if defined(__x86_64__)
-  static const bool f16c = ::geniex::cpu::detect_isa() != ::geniex::cpu::Isa::kScalar;
+  static const bool f16c = ::geniex::cpu::has_f16c(::geniex::cpu::detect_isa());
   if (f16c) i = f16_rows_f16c(x, y, n);
 #elif defined(__aarch64__)
   for (; i + 4 <= n; i += 4) {

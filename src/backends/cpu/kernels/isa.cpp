@@ -18,13 +18,19 @@ struct IsaName {
   std::string_view name;
 };
 constexpr IsaName kNames[] = {
-    {Isa::kScalar, "scalar"},         {Isa::kAvx2, "avx2"}, {Isa::kAvx512, "avx512"},
-    {Isa::kAvx512Vnni, "avx512vnni"}, {Isa::kNeon, "neon"}, {Isa::kNeonDotprod, "neon_dotprod"},
+    {Isa::kScalar, "scalar"},
+    {Isa::kSse4, "sse4"},
+    {Isa::kAvx2, "avx2"},
+    {Isa::kAvx512, "avx512"},
+    {Isa::kAvx512Vnni, "avx512vnni"},
+    {Isa::kNeon, "neon"},
+    {Isa::kNeonDotprod, "neon_dotprod"},
     {Isa::kNeonI8mm, "neon_i8mm"},
 };
 
 // Feature bits of the running CPU; computed once.
 struct CpuFeatures {
+  bool sse4 = false;  // SSE4.1 + SSSE3
   bool avx2 = false;  // AVX2 + FMA + F16C with OS-enabled YMM state
   bool avx512 = false;
   bool avx512vnni = false;
@@ -38,6 +44,7 @@ CpuFeatures probe() {
 #if defined(GENIEX_CPU_X86)
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(1, &a, &b, &c, &d) == 0) return f;
+  f.sse4 = (c & (1u << 19)) != 0 && (c & (1u << 9)) != 0;
   const bool osxsave = (c & (1u << 27)) != 0;
   const bool avx = (c & (1u << 28)) != 0;
   const bool fma = (c & (1u << 12)) != 0;
@@ -53,7 +60,7 @@ CpuFeatures probe() {
   const bool avx512bw = (b & (1u << 30)) != 0;
   const bool avx512vl = (b & (1u << 31)) != 0;
   const bool vnni = (c & (1u << 11)) != 0;
-  f.avx2 = ymm_os && avx2 && fma && f16c;
+  f.avx2 = f.sse4 && ymm_os && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_os && avx512f && avx512bw && avx512vl;
   f.avx512vnni = f.avx512 && vnni;
 #elif defined(GENIEX_CPU_ARM64)
@@ -84,6 +91,7 @@ bool compiled_in(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return true;
 #if defined(GENIEX_CPU_X86)
+    case Isa::kSse4:
     case Isa::kAvx2:
     case Isa::kAvx512:
     case Isa::kAvx512Vnni: return true;
@@ -117,6 +125,7 @@ Isa lower_isa(Isa isa) {
   switch (isa) {
     case Isa::kAvx512Vnni: return Isa::kAvx512;
     case Isa::kAvx512: return Isa::kAvx2;
+    case Isa::kAvx2: return Isa::kSse4;
     case Isa::kNeonI8mm: return Isa::kNeonDotprod;
     case Isa::kNeonDotprod: return Isa::kNeon;
     default: return Isa::kScalar;
@@ -128,6 +137,7 @@ bool isa_available(Isa isa) {
   const auto& f = features();
   switch (isa) {
     case Isa::kScalar: return true;
+    case Isa::kSse4: return f.sse4;
     case Isa::kAvx2: return f.avx2;
     case Isa::kAvx512: return f.avx512;
     case Isa::kAvx512Vnni: return f.avx512vnni;

@@ -9,15 +9,28 @@
 
 namespace geniex::cpu {
 
-/// SIMD levels, ordered within each family: x86 kScalar < kAvx2 < kAvx512 < kAvx512Vnni,
-/// Arm kScalar < kNeon < kNeonDotprod < kNeonI8mm. kAvx2 implies FMA and F16C; kAvx512 implies
-/// AVX512F+BW+VL.
-enum class Isa : uint8_t { kScalar, kAvx2, kAvx512, kAvx512Vnni, kNeon, kNeonDotprod, kNeonI8mm };
+/// SIMD levels, ordered within each family: x86 kScalar < kSse4 < kAvx2 < kAvx512 < kAvx512Vnni,
+/// Arm kScalar < kNeon < kNeonDotprod < kNeonI8mm. kSse4 is SSE4.1 + SSSE3 (the AVX2 kernels with
+/// 256-bit operations split in two, no FMA, F16 converted in software); kAvx2 implies FMA and
+/// F16C; kAvx512 implies AVX512F+BW+VL.
+enum class Isa : uint8_t {
+  kScalar,
+  kSse4,
+  kAvx2,
+  kAvx512,
+  kAvx512Vnni,
+  kNeon,
+  kNeonDotprod,
+  kNeonI8mm
+};
 
-/// True for the x86 SIMD levels (kAvx2, kAvx512, kAvx512Vnni).
-constexpr bool is_x86_simd(Isa isa) {
+/// True for the x86 levels with AVX2, FMA and F16C (kAvx2, kAvx512, kAvx512Vnni).
+constexpr bool has_f16c(Isa isa) {
   return isa == Isa::kAvx2 || isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni;
 }
+
+/// True for the x86 SIMD levels (kSse4, kAvx2, kAvx512, kAvx512Vnni).
+constexpr bool is_x86_simd(Isa isa) { return isa == Isa::kSse4 || has_f16c(isa); }
 
 /// True for the Arm SIMD levels (kNeon, kNeonDotprod, kNeonI8mm).
 constexpr bool is_neon(Isa isa) {
@@ -30,7 +43,7 @@ std::string_view isa_name(Isa isa);
 /// Parses an isa_name() spelling; nullopt if unknown.
 std::optional<Isa> parse_isa(std::string_view name);
 
-/// The next lower level of the same family (kScalar for kAvx2/kNeon and for kScalar itself).
+/// The next lower level of the same family (kScalar for kSse4/kNeon and for kScalar itself).
 Isa lower_isa(Isa isa);
 
 /// True when `isa` is compiled into this binary and the CPU and OS support it.

@@ -294,6 +294,7 @@ PackedGemmFn packed_gemm_for(Isa isa, GgmlType t) {
   switch (isa) {
     case Isa::kScalar: return detail::scalar_packed_gemm(t);
 #if defined(GENIEX_CPU_X86)
+    case Isa::kSse4: return detail::sse4_packed_gemm(t);
     case Isa::kAvx2: return detail::avx2_packed_gemm(t);
     case Isa::kAvx512Vnni: return detail::avx512vnni_packed_gemm(t);
 #endif

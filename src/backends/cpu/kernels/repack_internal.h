@@ -98,6 +98,7 @@ inline int32_t load_i32(const uint8_t* p) {
 // Each returns nullptr when that ISA has no packed kernel for the type.
 PackedGemmFn scalar_packed_gemm(GgmlType t);
 #if defined(GENIEX_CPU_X86)
+PackedGemmFn sse4_packed_gemm(GgmlType t);
 PackedGemmFn avx2_packed_gemm(GgmlType t);
 PackedGemmFn avx512vnni_packed_gemm(GgmlType t);
 #endif

@@ -12,6 +12,7 @@ GemmFn gemm_for(Isa isa, GgmlType t) {
   switch (isa) {
     case Isa::kScalar: return detail::scalar_gemm(t);
 #if defined(GENIEX_CPU_X86)
+    case Isa::kSse4: return detail::sse4_gemm(t);
     case Isa::kAvx2: return detail::avx2_gemm(t);
     case Isa::kAvx512: return detail::avx512_gemm(t);
     case Isa::kAvx512Vnni: return detail::avx512vnni_gemm(t);
@@ -33,6 +34,9 @@ QuantizeActFn quantize_for(Isa isa, GgmlType act) {
 #if defined(GENIEX_CPU_X86)
     if (i == Isa::kAvx2) {
       if (QuantizeActFn q = detail::avx2_quantize_act(act)) return q;
+    }
+    if (i == Isa::kSse4) {
+      if (QuantizeActFn q = detail::sse4_quantize_act(act)) return q;
     }
 #endif
 #if defined(GENIEX_CPU_ARM64)

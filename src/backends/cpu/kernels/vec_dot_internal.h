@@ -16,6 +16,8 @@ namespace geniex::cpu::detail {
 GemmFn scalar_gemm(GgmlType t);
 QuantizeActFn scalar_quantize_act(GgmlType act_type);
 #if defined(GENIEX_CPU_X86)
+QuantizeActFn sse4_quantize_act(GgmlType act_type);
+GemmFn sse4_gemm(GgmlType t);
 QuantizeActFn avx2_quantize_act(GgmlType act_type);
 GemmFn avx2_gemm(GgmlType t);
 GemmFn avx512_gemm(GgmlType t);

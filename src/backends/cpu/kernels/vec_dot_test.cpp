@@ -51,7 +51,7 @@ bool same_family(Isa a, Isa b) {
 std::string isa_str(Isa isa) { return std::string(isa_name(isa)); }
 
 TEST(Isa, NamesRoundTrip) {
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon,
+  for (Isa i : {Isa::kScalar, Isa::kSse4, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kNeon,
                 Isa::kNeonDotprod, Isa::kNeonI8mm}) {
     EXPECT_EQ(parse_isa(isa_name(i)), i);
   }
@@ -92,6 +92,25 @@ TEST(Isa, CapIsa) {
 
 // Registered a second time by CMake with GENIEX_ISA=scalar in the environment, where it checks
 // the process-wide dispatch; without the variable it checks the same capping rule directly.
+// GENIEX_EXPECT_ISA=<name>: the test run that sets it (ctest's cpu_kernels_sse4_cpu, which runs
+// this binary on an emulated CPU without AVX) fails unless dispatch picked that level, and the
+// kernels of every SIMD weight type come from it: the SSE4 kernels are then what ran above.
+TEST(IsaEnv, ExpectedIsaFromEnv) {
+  const char* want = std::getenv("GENIEX_EXPECT_ISA");
+  if (want == nullptr)
+    GTEST_SKIP() << "GENIEX_EXPECT_ISA not set (only the emulated-CPU run sets it)";
+  const auto isa = parse_isa(want);
+  ASSERT_TRUE(isa.has_value()) << want;
+  EXPECT_EQ(detect_isa(), *isa);
+  EXPECT_EQ(cpu_isa(), *isa);
+  for (GgmlType t :
+       {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF16}) {
+    const auto k = dot_kernels(t);
+    ASSERT_TRUE(k.has_value()) << ggml_type_name(t);
+    EXPECT_EQ(k->isa, *isa) << ggml_type_name(t);
+  }
+}
+
 TEST(IsaEnv, GeniexIsaCapsDispatch) {
   const char* env = std::getenv("GENIEX_ISA");
   if (env == nullptr || std::string(env) != "scalar") {
