@@ -18,7 +18,7 @@ llama-bench), n_ctx = P + N, n_batch = max(P, 512), n_ubatch = 512, no GPU layer
 
 Also runs bench/stream_bandwidth (read/copy/triad GB/s at each thread count) and prints, per
 model, the decode bandwidth bound: bytes of weight tensors read per token / the best read
-bandwidth (max of its scalar `read` and vectorized `read_tuned` loops),
+bandwidth (max of its scalar `read`, vectorized `read_tuned` and 4-stream `read_streams` loops),
 and the fraction of it each engine reaches. That bound takes the best bandwidth seen in the whole
 run (STREAM's best-of), while tg is a median: on a noisy host it compares a quiet moment with a
 typical one. So each round is also paired with the bandwidth of its own window: stream_bandwidth
@@ -168,12 +168,17 @@ def stream_bandwidth(binary: pathlib.Path, threads: list[int]) -> dict[int, dict
     return {x["threads"]: x for x in json.loads(r.stdout)["results"]}
 
 
+def best_read(x: dict) -> float:
+    """The best read bandwidth of one stream_bandwidth result: max(read, read_tuned, read_streams)."""
+    return max(x["read_gbs"], x.get("read_tuned_gbs", 0.0), x.get("read_streams_gbs", 0.0))
+
+
 def window_bandwidth(binary: pathlib.Path, threads: int) -> float:
-    """max(read, read_tuned) GB/s of one short stream_bandwidth run (best of 3)."""
+    """max(read, read_tuned, read_streams) GB/s of one short stream_bandwidth run (best of 3)."""
     r = subprocess.run([str(binary), "--threads", str(threads), "--reps", "3", "--json"],
                        capture_output=True, text=True, check=True)
     x = json.loads(r.stdout)["results"][0]
-    return max(x["read_gbs"], x.get("read_tuned_gbs", 0.0))
+    return best_read(x)
 
 
 def tok_s(ms: list[float], n: int) -> float:
@@ -277,7 +282,7 @@ def main() -> None:
     for row in rows:
         t = row["threads"]
         if t in bw:
-            bound = max(bw[t]["read_gbs"], bw[t].get("read_tuned_gbs", 0.0)) * 1e9 / row["weight_bytes"]
+            bound = best_read(bw[t]) * 1e9 / row["weight_bytes"]
             row["tg_bound"] = bound
             row["tg_ours_frac"] = row["tg_ours"] / bound
             row["tg_theirs_frac"] = row["tg_theirs"] / bound
@@ -299,9 +304,9 @@ def main() -> None:
     if bw:
         print("\nstream bandwidth (GB/s, best of 7 per measurement, best over the measurements before and after each model, 256 MiB arrays):")
         for t, x in sorted(bw.items()):
-            print(f"  {t} thread(s): read {x['read_gbs']:.2f}  read_tuned {x.get('read_tuned_gbs', 0):.2f}  copy {x['copy_gbs']:.2f}  triad {x['triad_gbs']:.2f}")
-        print("tg bound = max(read, read_tuned) bandwidth / bytes of weight tensors (each read once per token)")
-        print("% paired = median over rounds of tg * weight bytes / the mean max(read, read_tuned) "
+            print(f"  {t} thread(s): read {x['read_gbs']:.2f}  read_tuned {x.get('read_tuned_gbs', 0):.2f}  read_streams {x.get('read_streams_gbs', 0):.2f}  copy {x['copy_gbs']:.2f}  triad {x['triad_gbs']:.2f}")
+        print("tg bound = max(read, read_tuned, read_streams) bandwidth / bytes of weight tensors (each read once per token)")
+        print("% paired = median over rounds of tg * weight bytes / the mean max(read, read_tuned, read_streams) "
               "bandwidth just before and just after that engine's run (best of 3 each)")
     for what, why in failures:
         print(f"FAILED {what}: {why}")

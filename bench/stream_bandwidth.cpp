@@ -7,10 +7,15 @@
 //   read   sum of a[i] (int64)      bytes = 8 N
 //   read_tuned  the same sum, 32-byte vector loads into 4 accumulators, optionally with a
 //               software prefetch `--prefetch` bytes ahead (default 0 = none: on the Zen 3
-//               dev box a 4 KiB prefetch lowered it, 10.3 vs 11.6 GB/s at one thread, and
-//               2-8 interleaved streams or huge pages did not raise it). The read loop the
-//               decode bound should use (bench/run_vs_llamacpp.py takes max(read,
-//               read_tuned)): the scalar loop is latency-bound on one core.
+//               dev box a 4 KiB prefetch lowered it, 10.3 vs 11.6 GB/s at one thread).
+//   read_streams  the same sum over each thread's slice cut into 4 parts read in lockstep,
+//               256 bytes of each part in turn (4 concurrent memory streams per core): on the
+//               Zen 3 dev box one core reads ~20-22 GB/s this way against ~16 with read_tuned
+//               (turns of 4 KiB or more gain nothing, which is why an earlier check of
+//               interleaved streams found no gain). The GEMV kernels read this way too
+//               (GENIEX_GEMV_STREAMS), so the decode bound bench/run_vs_llamacpp.py uses is the
+//               best of read, read_tuned and read_streams: the scalar loop is latency-bound on
+//               one core.
 //   copy   c[i] = a[i]               bytes = 16 N  (STREAM convention: write-allocate traffic
 //   triad  a[i] = b[i] + s * c[i]    bytes = 24 N   is not counted)
 // Each thread owns a contiguous slice (first-touched by that thread). Reported: the best
@@ -97,9 +102,53 @@ int64_t tuned_sum(const int64_t* p, size_t lo, size_t hi, size_t ahead) {
   return tuned_sum_body(p, lo, hi, ahead);
 }
 
+// Sum of p[lo, hi) read as kStreams parts in lockstep, kTurn int64 (256 bytes) of each in turn,
+// with tuned_sum's 4 vector accumulators; the remainder after whole turns is summed linearly.
+constexpr size_t kStreams = 4;
+constexpr size_t kTurn = 32;
+__attribute__((always_inline)) inline int64_t streams_sum_body(const int64_t* p, size_t lo,
+                                                               size_t hi) {
+  const size_t part = (hi - lo) / kStreams / kTurn * kTurn;
+  v4i64 s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0, s3 = s0;
+  for (size_t off = 0; off < part; off += kTurn) {
+    for (size_t k = 0; k < kStreams; ++k) {
+      const int64_t* q = p + lo + k * part + off;
+      for (size_t i = 0; i < kTurn; i += 16) {
+        v4i64 x0, x1, x2, x3;
+        std::memcpy(&x0, q + i, 32);
+        std::memcpy(&x1, q + i + 4, 32);
+        std::memcpy(&x2, q + i + 8, 32);
+        std::memcpy(&x3, q + i + 12, 32);
+        s0 += x0;
+        s1 += x1;
+        s2 += x2;
+        s3 += x3;
+      }
+    }
+  }
+  const v4i64 t = s0 + s1 + s2 + s3;
+  int64_t s = t[0] + t[1] + t[2] + t[3];
+  for (size_t i = lo + kStreams * part; i < hi; ++i) s += p[i];
+  return s;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) int64_t streams_sum_avx2(const int64_t* p, size_t lo, size_t hi) {
+  return streams_sum_body(p, lo, hi);
+}
+#endif
+
+int64_t streams_sum(const int64_t* p, size_t lo, size_t hi) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2) return streams_sum_avx2(p, lo, hi);
+#endif
+  return streams_sum_body(p, lo, hi);
+}
+
 struct Result {
   int threads;
-  double read, read_tuned, copy, triad;
+  double read, read_tuned, read_streams, copy, triad;
 };
 
 Result measure(int threads, size_t n, int reps, size_t ahead) {
@@ -115,7 +164,8 @@ Result measure(int threads, size_t n, int reps, size_t ahead) {
     }
   });
   std::vector<int64_t> partial(static_cast<size_t>(threads) * 8);  // padded per thread
-  double best_read = 1e30, best_tuned = 1e30, best_copy = 1e30, best_triad = 1e30;
+  double best_read = 1e30, best_tuned = 1e30, best_streams = 1e30, best_copy = 1e30,
+         best_triad = 1e30;
   for (int r = 0; r < reps; ++r) {
     best_read = std::min(best_read, parallel(threads, n, [&](size_t lo, size_t hi, int t) {
                            int64_t s = 0;
@@ -136,6 +186,16 @@ Result measure(int threads, size_t n, int reps, size_t ahead) {
                    static_cast<long long>(tuned), static_cast<long long>(sum));
       std::exit(1);
     }
+    best_streams = std::min(best_streams, parallel(threads, n, [&](size_t lo, size_t hi, int t) {
+                              partial[static_cast<size_t>(t) * 8] = streams_sum(a.get(), lo, hi);
+                            }));
+    int64_t streamed = 0;
+    for (int t = 0; t < threads; ++t) streamed += partial[static_cast<size_t>(t) * 8];
+    if (streamed != sum) {
+      std::fprintf(stderr, "stream_bandwidth: read_streams sum %lld != read sum %lld\n",
+                   static_cast<long long>(streamed), static_cast<long long>(sum));
+      std::exit(1);
+    }
     best_copy = std::min(best_copy, parallel(threads, n, [&](size_t lo, size_t hi, int) {
                            const double* src = b.get();
                            double* dst = d.get();
@@ -150,7 +210,11 @@ Result measure(int threads, size_t n, int reps, size_t ahead) {
                           }));
   }
   const double bytes = static_cast<double>(n) * 8.0;
-  return {threads, bytes / best_read / 1e9, bytes / best_tuned / 1e9, 2 * bytes / best_copy / 1e9,
+  return {threads,
+          bytes / best_read / 1e9,
+          bytes / best_tuned / 1e9,
+          bytes / best_streams / 1e9,
+          2 * bytes / best_copy / 1e9,
           3 * bytes / best_triad / 1e9};
 }
 
@@ -201,17 +265,21 @@ int main(int argc, char** argv) {
       const Result& r = results[i];
       std::printf(
           "%s{\"threads\": %d, \"read_gbs\": %.3f, \"read_tuned_gbs\": %.3f, "
-          "\"copy_gbs\": %.3f, \"triad_gbs\": %.3f}",
-          i ? ", " : "", r.threads, r.read, r.read_tuned, r.copy, r.triad);
+          "\"read_streams_gbs\": %.3f, \"copy_gbs\": %.3f, \"triad_gbs\": %.3f}",
+          i ? ", " : "", r.threads, r.read, r.read_tuned, r.read_streams, r.copy, r.triad);
     }
     std::printf("]}\n");
   } else {
     std::printf("arrays of %zu MiB, best of %d (GB/s = 1e9 bytes/s)\n", mib, reps);
-    std::printf("| threads |  read GB/s | read_tuned GB/s |  copy GB/s | triad GB/s |\n");
-    std::printf("|--------:|-----------:|----------------:|-----------:|-----------:|\n");
+    std::printf(
+        "| threads |  read GB/s | read_tuned GB/s | read_streams GB/s |  copy GB/s | triad GB/s "
+        "|\n");
+    std::printf(
+        "|--------:|-----------:|----------------:|------------------:|-----------:|-----------:|"
+        "\n");
     for (const Result& r : results) {
-      std::printf("| %7d | %10.2f | %15.2f | %10.2f | %10.2f |\n", r.threads, r.read, r.read_tuned,
-                  r.copy, r.triad);
+      std::printf("| %7d | %10.2f | %15.2f | %17.2f | %10.2f | %10.2f |\n", r.threads, r.read,
+                  r.read_tuned, r.read_streams, r.copy, r.triad);
     }
   }
   return 0;

@@ -159,30 +159,65 @@ GENIEX_X86_TARGET inline __m256i x8_dot(__m256i acc, __m256i q, __m256i av) {
 // A[k] / A[4 + k] take the first / second half of the blocks at position k mod 4 of a K chunk;
 // the chunk's last nb % 4 blocks add their 8 four-element dots to A[0..7]; a chunk's result is
 // ((A0 + A4) + (A2 + A6)) + ((A1 + A5) + (A3 + A7)) + 0, and chunk results are added in order.
-template <bool kQ8>
-GENIEX_X86_TARGET void x8_gemv_group(size_t nb, const uint8_t* w, const uint8_t* a, float* out,
-                                     int rows) {
+// G groups in lockstep (gemv_lockstep: each its own memory stream), block step by block step;
+// every group's arithmetic is the single-group order described above.
+template <bool kQ8, int G>
+GENIEX_X86_TARGET void x8_gemv_groups(size_t nb, const uint8_t* const* wg, const uint8_t* a,
+                                      float* const* out, const int* rows) {
   constexpr size_t kBlock = kQ8 ? detail::kQ8_0x8Block : detail::kQ5_0x8Block;
   // The row kernels' offset types (kActSums): their GEMV works in K chunks of kSumBlocks.
   constexpr bool kOffset = !kQ8 || GENIEX_X86_VNNI;
   const size_t kc = kOffset ? kSumBlocks : nb;
   const uint8_t* ds = a + nb * detail::kQ8x4Qs;
-  __m256 res = _mm256_setzero_ps();
+  __m256 res[G];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) res[g] = _mm256_setzero_ps();
   for (size_t k0 = 0; k0 < nb; k0 += kc) {
     const size_t k1 = std::min(nb, k0 + kc);
-    __m256 acc[8];
+    __m256 acc[G][8];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
 #pragma GCC unroll 8
-    for (int i = 0; i < 8; ++i) acc[i] = _mm256_setzero_ps();
+      for (int i = 0; i < 8; ++i) acc[g][i] = _mm256_setzero_ps();
+    }
     const size_t k4 = k0 + (k1 - k0) / 4 * 4;
-    // Whole steps of 4 blocks (unrolled, so the 8 accumulators stay in registers).
+    // Whole steps of 4 blocks (unrolled, so a group's 8 accumulators stay in registers).
     for (size_t ib = k0; ib < k4; ib += 4) {
 #pragma GCC unroll 4
-      for (int pos = 0; pos < 4; ++pos) {
-        const size_t b = ib + static_cast<size_t>(pos);
-        const uint8_t* x = w + b * kBlock;
-        stream_prefetch(x, kBlock);
-        const uint8_t* y = a + b * detail::kQ8x4Qs;
-        const uint8_t* d = ds + b * detail::kQ8x8Ds;
+      for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 4
+        for (int pos = 0; pos < 4; ++pos) {
+          const size_t b = ib + static_cast<size_t>(pos);
+          const uint8_t* x = wg[g] + b * kBlock;
+          stream_prefetch(x, kBlock);
+          const uint8_t* y = a + b * detail::kQ8x4Qs;
+          const uint8_t* d = ds + b * detail::kQ8x8Ds;
+          __m256i qh = _mm256_setzero_si256();
+          if constexpr (!kQ8) qh = loadu256(x + detail::kQ5_0x8Qh);
+          const __m256 scale =
+              _mm256_mul_ps(_mm256_cvtph_ps(loadu128(x)), _mm256_set1_ps(load_f32(d)));
+          const int32_t corr = kOffset ? detail::load_i32(d + 4) + detail::load_i32(d + 8) : 0;
+#pragma GCC unroll 2
+          for (int h = 0; h < 2; ++h) {
+            __m256i t = _mm256_set1_epi32(h == 0 ? corr : 0);
+#pragma GCC unroll 4
+            for (int j = 0; j < 4; ++j) {
+              t = x8_dot<kQ8>(t, x8_weights<kQ8>(x, qh, h, j),
+                              _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+            }
+            acc[g][4 * h + pos] =
+                _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[g][4 * h + pos]);
+          }
+        }
+      }
+    }
+    // The last nb % 4 blocks: 8 four-element dots each.
+    for (size_t ib = k4; ib < k1; ++ib) {
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        const uint8_t* x = wg[g] + ib * kBlock;
+        const uint8_t* y = a + ib * detail::kQ8x4Qs;
+        const uint8_t* d = ds + ib * detail::kQ8x8Ds;
         __m256i qh = _mm256_setzero_si256();
         if constexpr (!kQ8) qh = loadu256(x + detail::kQ5_0x8Qh);
         const __m256 scale =
@@ -190,48 +225,35 @@ GENIEX_X86_TARGET void x8_gemv_group(size_t nb, const uint8_t* w, const uint8_t*
         const int32_t corr = kOffset ? detail::load_i32(d + 4) + detail::load_i32(d + 8) : 0;
 #pragma GCC unroll 2
         for (int h = 0; h < 2; ++h) {
-          __m256i t = _mm256_set1_epi32(h == 0 ? corr : 0);
 #pragma GCC unroll 4
           for (int j = 0; j < 4; ++j) {
-            t = x8_dot<kQ8>(t, x8_weights<kQ8>(x, qh, h, j),
-                            _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+            const __m256i t = x8_dot<kQ8>(_mm256_set1_epi32(h == 0 && j == 0 ? corr : 0),
+                                          x8_weights<kQ8>(x, qh, h, j),
+                                          _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+            acc[g][4 * h + j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[g][4 * h + j]);
           }
-          acc[4 * h + pos] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[4 * h + pos]);
         }
       }
     }
-    // The last nb % 4 blocks: 8 four-element dots each.
-    for (size_t ib = k4; ib < k1; ++ib) {
-      const uint8_t* x = w + ib * kBlock;
-      const uint8_t* y = a + ib * detail::kQ8x4Qs;
-      const uint8_t* d = ds + ib * detail::kQ8x8Ds;
-      __m256i qh = _mm256_setzero_si256();
-      if constexpr (!kQ8) qh = loadu256(x + detail::kQ5_0x8Qh);
-      const __m256 scale = _mm256_mul_ps(_mm256_cvtph_ps(loadu128(x)), _mm256_set1_ps(load_f32(d)));
-      const int32_t corr = kOffset ? detail::load_i32(d + 4) + detail::load_i32(d + 8) : 0;
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 4
-        for (int j = 0; j < 4; ++j) {
-          const __m256i t = x8_dot<kQ8>(_mm256_set1_epi32(h == 0 && j == 0 ? corr : 0),
-                                        x8_weights<kQ8>(x, qh, h, j),
-                                        _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
-          acc[4 * h + j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[4 * h + j]);
-        }
-      }
+    for (int g = 0; g < G; ++g) {
+      const __m256* A = acc[g];
+      const __m256 v =
+          _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(A[0], A[4]), _mm256_add_ps(A[2], A[6])),
+                        _mm256_add_ps(_mm256_add_ps(A[1], A[5]), _mm256_add_ps(A[3], A[7])));
+      const __m256 chunk = _mm256_add_ps(v, _mm256_setzero_ps());
+      res[g] = k0 == 0 ? chunk : _mm256_add_ps(res[g], chunk);
     }
-    const __m256 v =
-        _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[4]), _mm256_add_ps(acc[2], acc[6])),
-                      _mm256_add_ps(_mm256_add_ps(acc[1], acc[5]), _mm256_add_ps(acc[3], acc[7])));
-    const __m256 chunk = _mm256_add_ps(v, _mm256_setzero_ps());
-    res = k0 == 0 ? chunk : _mm256_add_ps(res, chunk);
   }
-  if (rows == 8) {
-    _mm256_storeu_ps(out, res);
-  } else {
-    float tmp[8];
-    _mm256_storeu_ps(tmp, res);
-    for (int r = 0; r < rows; ++r) out[r] = tmp[r];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) {
+    if (rows[g] == 8) {
+      _mm256_storeu_ps(out[g], res[g]);
+    } else {
+      float tmp[8];
+      _mm256_storeu_ps(tmp, res[g]);
+      for (int r = 0; r < rows[g]; ++r) out[g][r] = tmp[r];
+    }
   }
 }
 
@@ -250,10 +272,22 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
   const size_t gb = nb * (kQ8 ? detail::kQ8_0x8Block : detail::kQ5_0x8Block);
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   if (nc == 1 && !batch_invariant()) {
-    for (int64_t g = 0; g < ngroups; ++g) {
-      x8_gemv_group<kQ8>(nb, w + static_cast<size_t>(g) * gb, a, out + g * kPackRows,
-                         static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows)));
-    }
+    gemv_lockstep(ngroups, gemv_streams(), [&](int n, const int64_t* gs) {
+      const uint8_t* ws[kMaxGemvStreams];
+      float* os[kMaxGemvStreams];
+      int rs[kMaxGemvStreams];
+      for (int i = 0; i < n; ++i) {
+        ws[i] = w + static_cast<size_t>(gs[i]) * gb;
+        os[i] = out + gs[i] * kPackRows;
+        rs[i] = static_cast<int>(std::min<int64_t>(kPackRows, nr - gs[i] * kPackRows));
+      }
+      switch (n) {
+        case 4: x8_gemv_groups<kQ8, 4>(nb, ws, a, os, rs); break;
+        case 3: x8_gemv_groups<kQ8, 3>(nb, ws, a, os, rs); break;
+        case 2: x8_gemv_groups<kQ8, 2>(nb, ws, a, os, rs); break;
+        default: x8_gemv_groups<kQ8, 1>(nb, ws, a, os, rs); break;
+      }
+    });
     return;
   }
   const int64_t chunk =

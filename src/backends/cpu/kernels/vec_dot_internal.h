@@ -55,6 +55,44 @@ inline void stream_prefetch([[maybe_unused]] const uint8_t* p, [[maybe_unused]] 
 #endif
 }
 
+// GEMVs read their weights as several concurrent streams: one core reads ~16 GB/s from one linear
+// stream and ~20-22 from 2-4 streams interleaved block by block (Zen 3; the hardware prefetcher
+// keeps more lines in flight), while 4 KiB turns or software prefetch alone gain nothing.
+// GENIEX_GEMV_STREAMS overrides the default (1 = one linear pass, as before; at most 4).
+inline constexpr int kMaxGemvStreams = 4;
+inline int gemv_streams() {
+  static const int n = [] {
+    const char* v = std::getenv("GENIEX_GEMV_STREAMS");
+#if defined(__x86_64__)
+    constexpr int kDefault = 2;  // measured: 2 beat 1 and 4 on Zen 3 (docs/performance.md)
+#else
+    constexpr int kDefault = 1;  // Arm: unmeasured on hardware, one linear pass as before
+#endif
+    const int want = v != nullptr && v[0] != '\0' ? std::atoi(v) : kDefault;
+    return std::clamp(want, 1, kMaxGemvStreams);
+  }();
+  return n;
+}
+
+// Splits `count` units (weight groups or rows) into `streams` contiguous parts and calls
+// fn(n, units) with the i-th unit of each part (n <= streams: the last parts may be shorter), so
+// a kernel that walks those units in lockstep reads the parts as concurrent streams. Every unit is
+// passed exactly once.
+template <typename F>
+inline void gemv_lockstep(int64_t count, int streams, const F& fn) {
+  const int64_t parts = std::clamp<int64_t>(streams, 1, std::min<int64_t>(count, kMaxGemvStreams));
+  const int64_t len = (count + parts - 1) / parts;
+  int64_t units[kMaxGemvStreams];
+  for (int64_t i = 0; i < len; ++i) {
+    int n = 0;
+    for (int64_t p = 0; p < parts; ++p) {
+      const int64_t u = p * len + i;
+      if (u < count) units[n++] = u;
+    }
+    fn(n, units);
+  }
+}
+
 inline constexpr int kMaxTileCols = 4;  // activation rows per pass over a weight row
 inline constexpr int kMaxTileRows = 4;  // weight rows per pass (gemm_rows)
 
@@ -71,6 +109,19 @@ template <typename K>
 inline void gemm_tiles(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr, const uint8_t* a,
                        size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nb = static_cast<size_t>(n / K::kBlock);
+  if (nc == 1 && nr >= 2 && gemv_streams() >= 2) {
+    // GEMV: rows from gemv_streams() parts of the matrix in turn (each its own memory stream).
+    gemv_lockstep(nr, gemv_streams(), [&](int cnt, const int64_t* rows_at) {
+      for (int s = 0; s < cnt; ++s) {
+        const uint8_t* wr = w + static_cast<size_t>(rows_at[s]) * w_stride;
+        if constexpr (!requires { K::kPrefetchesBlocks; }) stream_prefetch(wr, nb * K::kBlockBytes);
+        float res[kMaxTileCols] = {};
+        K::template run<1>(nb, wr, &a, res);
+        out[rows_at[s]] = res[0];
+      }
+    });
+    return;
+  }
   const int64_t chunk = std::max<int64_t>(
       1, static_cast<int64_t>((16u << 10) / std::max<size_t>(1, nb * K::kBlockBytes)));
   for (int64_t i0 = 0; i0 < nr; i0 += chunk) {
