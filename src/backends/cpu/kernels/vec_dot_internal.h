@@ -80,6 +80,7 @@ inline int gemv_streams() {
 // passed exactly once.
 template <typename F>
 inline void gemv_lockstep(int64_t count, int streams, const F& fn) {
+  if (count <= 0) return;
   const int64_t parts = std::clamp<int64_t>(streams, 1, std::min<int64_t>(count, kMaxGemvStreams));
   const int64_t len = (count + parts - 1) / parts;
   int64_t units[kMaxGemvStreams];
@@ -167,8 +168,8 @@ inline constexpr size_t kSumBlocks = 512;  // activation blocks per K chunk of a
 // K::run<NR, NC>(nb, w, w_stride, a_rows, res) sets res[c * kMaxTileRows + r] to the dot of
 // weight row r (at w + r * w_stride) with activation row c; several weight rows per pass let one
 // activation load (and scale conversion) serve them all. For nc = 1,
-// K::run_gemv(nb, w_row, a_row, sums) returns one dot, rows taken one at a time (each a single
-// linear stream, which the hardware prefetcher follows best). When K::kActSums, sums[ib] is the
+// K::run_gemv(nb, w_row, a_row, sums) returns one dot, rows taken one at a time from
+// gemv_streams() parts of the matrix in turn. When K::kActSums, sums[ib] is the
 // sum of activation block ib (K::act_sums), computed once per call and K chunk of at most
 // kSumBlocks blocks (so the buffer lives on the stack); chunk results are added up.
 template <typename K>
@@ -184,12 +185,16 @@ inline void gemm_rows(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr, 
       const size_t nbk = std::min(kc, nb - k0);
       const uint8_t* ak = a + k0 * K::kActBytes;
       if constexpr (K::kActSums) K::act_sums(nbk, ak, sums);
-      for (int64_t i = 0; i < nr; ++i) {
-        const uint8_t* wr = w + static_cast<size_t>(i) * w_stride + k0 * K::kBlockBytes;
-        stream_prefetch(wr, nbk * K::kBlockBytes);
-        const float v = K::run_gemv(nbk, wr, ak, sums);
-        out[i] = k0 == 0 ? v : out[i] + v;
-      }
+      // Rows from gemv_streams() parts of the matrix in turn (each its own memory stream).
+      gemv_lockstep(nr, gemv_streams(), [&](int cnt, const int64_t* rows_at) {
+        for (int s = 0; s < cnt; ++s) {
+          const int64_t i = rows_at[s];
+          const uint8_t* wr = w + static_cast<size_t>(i) * w_stride + k0 * K::kBlockBytes;
+          stream_prefetch(wr, nbk * K::kBlockBytes);
+          const float v = K::run_gemv(nbk, wr, ak, sums);
+          out[i] = k0 == 0 ? v : out[i] + v;
+        }
+      });
     }
     return;
   }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/isa.h"
+#include "backends/cpu/kernels/vec_dot_internal.h"
 #include "core/dtype.h"
 #include "quant/quant.h"
 #include "quant/quant_test_util.h"
@@ -114,6 +115,38 @@ TEST(IsaEnv, ExpectedIsaFromEnv) {
     // AVX-512 without VNNI has no kernels of its own: AVX2's serve it.
     const Isa got = isa == Isa::kAvx512 ? Isa::kAvx2 : isa;
     EXPECT_EQ(k->isa, got) << ggml_type_name(t);
+  }
+}
+
+// gemv_lockstep hands every unit over exactly once, the i-th unit of each contiguous part
+// together (what makes the parts concurrent memory streams).
+TEST(GemvLockstep, EveryUnitOnceAndPartsInLockstep) {
+  for (int64_t count = 0; count <= 23; ++count) {
+    for (int streams = 1; streams <= 6; ++streams) {
+      std::vector<int> seen(static_cast<size_t>(count), 0);
+      int64_t calls = 0;
+      detail::gemv_lockstep(count, streams, [&](int n, const int64_t* units) {
+        ASSERT_GE(n, 1);
+        ASSERT_LE(n, std::min(streams, detail::kMaxGemvStreams));
+        for (int i = 0; i < n; ++i) {
+          ASSERT_GE(units[i], 0);
+          ASSERT_LT(units[i], count);
+          ++seen[static_cast<size_t>(units[i])];
+          if (i > 0) {
+            EXPECT_EQ(units[i] - units[i - 1], units[1] - units[0]) << "equal parts";
+          }
+        }
+        EXPECT_EQ(units[0], calls) << "the first part is walked in order";
+        ++calls;
+      });
+      for (int64_t u = 0; u < count; ++u) {
+        EXPECT_EQ(seen[static_cast<size_t>(u)], 1) << "count " << count << " streams " << streams;
+      }
+      const int64_t parts = std::min<int64_t>({streams, detail::kMaxGemvStreams, count});
+      if (count > 0) {
+        EXPECT_EQ(calls, (count + parts - 1) / parts);
+      }
+    }
   }
 }
 
