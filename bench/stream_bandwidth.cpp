@@ -55,6 +55,20 @@ volatile int64_t g_sink = 0;  // keeps the read kernel from being optimized away
 
 typedef int64_t v4i64 __attribute__((vector_size(32)));
 
+// Adds the 16 int64 at q to the 4 vector accumulators (four 32-byte loads).
+__attribute__((always_inline)) inline void add16(const int64_t* q, v4i64& s0, v4i64& s1, v4i64& s2,
+                                                 v4i64& s3) {
+  v4i64 x0, x1, x2, x3;
+  std::memcpy(&x0, q, 32);
+  std::memcpy(&x1, q + 4, 32);
+  std::memcpy(&x2, q + 8, 32);
+  std::memcpy(&x3, q + 12, 32);
+  s0 += x0;
+  s1 += x1;
+  s2 += x2;
+  s3 += x3;
+}
+
 // Sum of p[lo, hi) with 4 vector accumulators (16 int64 per iteration) and a prefetch
 // `ahead` bytes in front of the loads (0: none).
 __attribute__((always_inline)) inline int64_t tuned_sum_body(const int64_t* p, size_t lo, size_t hi,
@@ -69,15 +83,7 @@ __attribute__((always_inline)) inline int64_t tuned_sum_body(const int64_t* p, s
       __builtin_prefetch(p + i + ahead_elems, 0, 3);
       __builtin_prefetch(p + i + ahead_elems + 8, 0, 3);
     }
-    v4i64 x0, x1, x2, x3;
-    std::memcpy(&x0, p + i, 32);
-    std::memcpy(&x1, p + i + 4, 32);
-    std::memcpy(&x2, p + i + 8, 32);
-    std::memcpy(&x3, p + i + 12, 32);
-    s0 += x0;
-    s1 += x1;
-    s2 += x2;
-    s3 += x3;
+    add16(p + i, s0, s1, s2, s3);
   }
   const v4i64 t = s0 + s1 + s2 + s3;
   int64_t s = t[0] + t[1] + t[2] + t[3];
@@ -113,17 +119,7 @@ __attribute__((always_inline)) inline int64_t streams_sum_body(const int64_t* p,
   for (size_t off = 0; off < part; off += kTurn) {
     for (size_t k = 0; k < kStreams; ++k) {
       const int64_t* q = p + lo + k * part + off;
-      for (size_t i = 0; i < kTurn; i += 16) {
-        v4i64 x0, x1, x2, x3;
-        std::memcpy(&x0, q + i, 32);
-        std::memcpy(&x1, q + i + 4, 32);
-        std::memcpy(&x2, q + i + 8, 32);
-        std::memcpy(&x3, q + i + 12, 32);
-        s0 += x0;
-        s1 += x1;
-        s2 += x2;
-        s3 += x3;
-      }
+      for (size_t i = 0; i < kTurn; i += 16) add16(q + i, s0, s1, s2, s3);
     }
   }
   const v4i64 t = s0 + s1 + s2 + s3;

@@ -272,22 +272,10 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
   const size_t gb = nb * (kQ8 ? detail::kQ8_0x8Block : detail::kQ5_0x8Block);
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   if (nc == 1 && !batch_invariant()) {
-    gemv_lockstep(ngroups, gemv_streams(), [&](int n, const int64_t* gs) {
-      const uint8_t* ws[kMaxGemvStreams];
-      float* os[kMaxGemvStreams];
-      int rs[kMaxGemvStreams];
-      for (int i = 0; i < n; ++i) {
-        ws[i] = w + static_cast<size_t>(gs[i]) * gb;
-        os[i] = out + gs[i] * kPackRows;
-        rs[i] = static_cast<int>(std::min<int64_t>(kPackRows, nr - gs[i] * kPackRows));
-      }
-      switch (n) {
-        case 4: x8_gemv_groups<kQ8, 4>(nb, ws, a, os, rs); break;
-        case 3: x8_gemv_groups<kQ8, 3>(nb, ws, a, os, rs); break;
-        case 2: x8_gemv_groups<kQ8, 2>(nb, ws, a, os, rs); break;
-        default: x8_gemv_groups<kQ8, 1>(nb, ws, a, os, rs); break;
-      }
-    });
+    packed_gemv_lockstep(nr, gb, w, out,
+                         [&]<int G>(const uint8_t* const* ws, float* const* os, const int* rs) {
+                           x8_gemv_groups<kQ8, G>(nb, ws, a, os, rs);
+                         });
     return;
   }
   const int64_t chunk =

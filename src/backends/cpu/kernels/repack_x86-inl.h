@@ -91,6 +91,31 @@ GENIEX_X86_TARGET inline void q4_0x8_tile(size_t nb, const uint8_t* w, const uin
   }
 }
 
+// A packed GEMV as gemv_lockstep() walks it: the groups of `gemv_streams()` parts of the matrix
+// in turn, handed to kernel.template operator()<G>(groups, outputs, rows) G at a time (the last
+// call of a part may have fewer).
+template <typename K>
+inline void packed_gemv_lockstep(int64_t nr, size_t gb, const uint8_t* w, float* out,
+                                 const K& kernel) {
+  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
+  gemv_lockstep(ngroups, gemv_streams(), [&](int n, const int64_t* gs) {
+    const uint8_t* ws[kMaxGemvStreams];
+    float* os[kMaxGemvStreams];
+    int rs[kMaxGemvStreams];
+    for (int i = 0; i < n; ++i) {
+      ws[i] = w + static_cast<size_t>(gs[i]) * gb;
+      os[i] = out + gs[i] * kPackRows;
+      rs[i] = static_cast<int>(std::min<int64_t>(kPackRows, nr - gs[i] * kPackRows));
+    }
+    switch (n) {
+      case 4: kernel.template operator()<4>(ws, os, rs); break;
+      case 3: kernel.template operator()<3>(ws, os, rs); break;
+      case 2: kernel.template operator()<2>(ws, os, rs); break;
+      default: kernel.template operator()<1>(ws, os, rs); break;
+    }
+  });
+}
+
 // G groups x one activation row in lockstep, block by block: the weights then arrive as G
 // concurrent memory streams (one core reads ~20 GB/s from 2 interleaved streams against ~16 from
 // one). Each group's arithmetic is q4_0x8_tile<1>'s exactly, so the results are its bits.
@@ -168,22 +193,10 @@ GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
   const size_t gb = nb * detail::kQ4_0x8Block;
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   if (nc == 1 && ngroups >= 2 && gemv_streams() >= 2) {
-    gemv_lockstep(ngroups, gemv_streams(), [&](int n, const int64_t* gs) {
-      const uint8_t* ws[kMaxGemvStreams];
-      float* os[kMaxGemvStreams];
-      int rs[kMaxGemvStreams];
-      for (int i = 0; i < n; ++i) {
-        ws[i] = w + static_cast<size_t>(gs[i]) * gb;
-        os[i] = out + gs[i] * kPackRows;
-        rs[i] = static_cast<int>(std::min<int64_t>(kPackRows, nr - gs[i] * kPackRows));
-      }
-      switch (n) {
-        case 4: q4_0x8_gemv_lockstep<4>(nb, ws, a, os, rs); break;
-        case 3: q4_0x8_gemv_lockstep<3>(nb, ws, a, os, rs); break;
-        case 2: q4_0x8_gemv_lockstep<2>(nb, ws, a, os, rs); break;
-        default: q4_0x8_gemv_lockstep<1>(nb, ws, a, os, rs); break;
-      }
-    });
+    packed_gemv_lockstep(nr, gb, w, out,
+                         [&]<int G>(const uint8_t* const* ws, float* const* os, const int* rs) {
+                           q4_0x8_gemv_lockstep<G>(nb, ws, a, os, rs);
+                         });
     return;
   }
   const int64_t chunk =
@@ -397,22 +410,10 @@ GENIEX_X86_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
   const size_t gb = nsb * detail::kQ4_Kx8Block;
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   if (nc == 1) {
-    gemv_lockstep(ngroups, gemv_streams(), [&](int n, const int64_t* gs) {
-      const uint8_t* ws[kMaxGemvStreams];
-      float* os[kMaxGemvStreams];
-      int rs[kMaxGemvStreams];
-      for (int i = 0; i < n; ++i) {
-        ws[i] = w + static_cast<size_t>(gs[i]) * gb;
-        os[i] = out + gs[i] * kPackRows;
-        rs[i] = static_cast<int>(std::min<int64_t>(kPackRows, nr - gs[i] * kPackRows));
-      }
-      switch (n) {
-        case 4: q4_kx8_gemv_lockstep<4>(nsb, ws, a, os, rs); break;
-        case 3: q4_kx8_gemv_lockstep<3>(nsb, ws, a, os, rs); break;
-        case 2: q4_kx8_gemv_lockstep<2>(nsb, ws, a, os, rs); break;
-        default: q4_kx8_gemv_lockstep<1>(nsb, ws, a, os, rs); break;
-      }
-    });
+    packed_gemv_lockstep(nr, gb, w, out,
+                         [&]<int G>(const uint8_t* const* ws, float* const* os, const int* rs) {
+                           q4_kx8_gemv_lockstep<G>(nsb, ws, a, os, rs);
+                         });
     return;
   }
   const int64_t chunk =
