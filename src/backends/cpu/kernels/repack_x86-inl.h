@@ -192,7 +192,7 @@ GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
   const size_t nb = static_cast<size_t>(k / 32);
   const size_t gb = nb * detail::kQ4_0x8Block;
   const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
-  if (nc == 1 && ngroups >= 2 && gemv_streams() >= 2) {
+  if (nc == 1) {
     packed_gemv_lockstep(nr, gb, w, out,
                          [&]<int G>(const uint8_t* const* ws, float* const* os, const int* rs) {
                            q4_0x8_gemv_lockstep<G>(nb, ws, a, os, rs);
