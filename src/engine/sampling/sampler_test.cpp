@@ -80,15 +80,16 @@ TEST(Sampler, GreedyPicksArgmaxTiesToLowestId) {
   EXPECT_EQ((*d)[0].p, 1.0);
 }
 
-// Greedy without penalties reads the logits in place through an 8-lane max then a search for
-// the first maximum: it must equal a sequential first-maximum scan for every vocabulary size
-// (tails of 1..7 after whole lanes), wherever the maximum sits, with and without ties, and with
-// -inf entries; and all -inf is an error, as through the penalized path.
+// Greedy without penalties reads the logits in place in one pass of 64-element chunks (an 8-lane
+// max per chunk, the first chunk reaching the maximum kept, then the first index inside it): it
+// must equal a sequential first-maximum scan for every vocabulary size (tails after whole lanes
+// and whole chunks), wherever the maximum sits, with and without ties, and with -inf entries;
+// and all -inf is an error, as through the penalized path.
 TEST(Sampler, GreedyInPlaceEqualsSequentialScanForEverySizeAndPosition) {
   Pcg32 rng(5);
   SamplingParams p;
   p.temperature = 0.0f;
-  for (int32_t n : {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 1000, 1003}) {
+  for (int32_t n : {1, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 127, 128, 129, 1000, 1003, 4099}) {
     Sampler s = make(p, n);
     for (int trial = 0; trial < 40; ++trial) {
       std::vector<float> logits = random_logits(rng, n, 4.0f);
@@ -100,6 +101,13 @@ TEST(Sampler, GreedyInPlaceEqualsSequentialScanForEverySizeAndPosition) {
       const auto best = std::max_element(logits.begin(), logits.end());  // first maximum
       ASSERT_EQ(*s.sample(logits, {}), static_cast<int32_t>(best - logits.begin()))
           << "n " << n << " trial " << trial;
+    }
+    // The maximum tied across chunks and the tail: the earliest copy wins, wherever it sits.
+    for (const int32_t first : {n - 1, n / 2, 0}) {
+      std::vector<float> logits = random_logits(rng, n, 4.0f);
+      for (int32_t i = first; i < n; i += 37) logits[static_cast<size_t>(i)] = 50.0f;
+      logits.back() = 50.0f;
+      ASSERT_EQ(*s.sample(logits, {}), first) << "n " << n;
     }
     const std::vector<float> masked(static_cast<size_t>(n), kNegInf);
     const auto r = s.sample(masked, {});
