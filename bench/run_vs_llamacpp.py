@@ -18,7 +18,8 @@ llama-bench), n_ctx = P + N, n_batch = max(P, 512), n_ubatch = 512, no GPU layer
 
 Also runs bench/stream_bandwidth (read/copy/triad GB/s at each thread count) and prints, per
 model, the decode bandwidth bound: bytes of weight tensors read per token / the best read
-bandwidth (max of its scalar `read`, vectorized `read_tuned` and 4-stream `read_streams` loops),
+bandwidth (max of its scalar `read`, vectorized `read_tuned` and 4-stream `read_streams` loops,
+over arrays on transparent huge pages, as GenieX's weights are: the higher, stricter bound),
 and the fraction of it each engine reaches. That bound takes the best bandwidth seen in the whole
 run (STREAM's best-of), while tg is a median: on a noisy host it compares a quiet moment with a
 typical one. So each round is also paired with the bandwidth of its own window: stream_bandwidth
@@ -165,7 +166,8 @@ def weight_bytes(model: pathlib.Path) -> int:
 def stream_bandwidth(binary: pathlib.Path, threads: list[int]) -> dict[int, dict]:
     r = subprocess.run([str(binary), "--threads", ",".join(map(str, threads)), "--json"],
                        capture_output=True, text=True, check=True)
-    return {x["threads"]: x for x in json.loads(r.stdout)["results"]}
+    d = json.loads(r.stdout)
+    return {x["threads"]: {**x, "hugepages": bool(d.get("hugepages"))} for x in d["results"]}
 
 
 def best_read(x: dict) -> float:
@@ -302,7 +304,8 @@ def main() -> None:
               f"{r['pp_ratio']:.2f} | {r['tg_ours']:.2f} | {r['tg_theirs']:.2f} | {r['tg_ratio']:.2f} | "
               f"{b} | {r['ttft_ours_ms']:.0f} | {r['peak_rss_ours_bytes'] / 2**20:.0f} |")
     if bw:
-        print("\nstream bandwidth (GB/s, best of 7 per measurement, best over the measurements before and after each model, 256 MiB arrays):")
+        huge = "huge pages" if all(x.get("hugepages") for x in bw.values()) else "4 KiB pages"
+        print(f"\nstream bandwidth (GB/s, best of 7 per measurement, best over the measurements before and after each model, 256 MiB arrays on {huge}):")
         for t, x in sorted(bw.items()):
             print(f"  {t} thread(s): read {x['read_gbs']:.2f}  read_tuned {x.get('read_tuned_gbs', 0):.2f}  read_streams {x.get('read_streams_gbs', 0):.2f}  copy {x['copy_gbs']:.2f}  triad {x['triad_gbs']:.2f}")
         print("tg bound = max(read, read_tuned, read_streams) bandwidth / bytes of weight tensors (each read once per token)")

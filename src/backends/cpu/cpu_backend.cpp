@@ -114,7 +114,21 @@ class CpuBackend final : public Backend {
   // Matmul weights repacked for the row-interleaved kernels at first use, by data address (null:
   // the type or shape has no packed kernel). Weights are immutable while bound.
   std::unordered_map<const uint8_t*, std::unique_ptr<cpu::PackedMatrix>> packed_;
+  // Large matmul weights without a packed layout, copied onto huge pages at first use, by data
+  // address (null: left where they are). Tied embeddings read the copy too.
+  std::unordered_map<const uint8_t*, std::unique_ptr<HugeBuffer>> copied_;
+
+  // W's bytes as the row kernels should read them: the huge-page copy, made at first use.
+  const uint8_t* weight_bytes(const Val& wv);
 };
+
+const uint8_t* CpuBackend::weight_bytes(const Val& wv) {
+  auto [it, fresh] = copied_.try_emplace(wv.raw);
+  if (fresh) {
+    it->second = cpu::copy_to_huge_pages(pool_, std::span<const uint8_t>(wv.raw, wv.raw_size));
+  }
+  return it->second != nullptr && it->second->size() == wv.raw_size ? it->second->data() : wv.raw;
+}
 
 Status CpuBackend::bind(const graph::Graph& g, const graph::BindingsAccess& b) {
   for (NodeId id = 0; id < g.size(); ++id) {
@@ -265,9 +279,15 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
                                 cpu::embedding_packed(pool_, *it->second, ispan(1), out));
         if (done) return {};
       }
+      // Otherwise the huge-page copy a matmul made of it, if any (its file pages were released).
+      const auto cp = copied_.find(vals_[in[0]].raw);
+      const uint8_t* table = cp != copied_.end() && cp->second != nullptr &&
+                                     cp->second->size() == vals_[in[0]].raw_size
+                                 ? cp->second->data()
+                                 : vals_[in[0]].raw;
       return cpu::embedding(pool_, desc(0).dtype,
-                            std::span<const uint8_t>(vals_[in[0]].raw, vals_[in[0]].raw_size),
-                            desc(0).ne[0], desc(0).ne[1], ispan(1), out);
+                            std::span<const uint8_t>(table, vals_[in[0]].raw_size), desc(0).ne[0],
+                            desc(0).ne[1], ispan(1), out);
     }
     case OpKind::kMatMul: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
@@ -288,8 +308,8 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
                                     act_source(in[1]));
         }
       }
-      return cpu::matmul(pool_, scratch_, desc(0).dtype,
-                         std::span<const uint8_t>(vals_[in[0]].raw, vals_[in[0]].raw_size),
+      const uint8_t* wb = g.node(in[0]).role == NodeRole::kWeight ? weight_bytes(wv) : wv.raw;
+      return cpu::matmul(pool_, scratch_, desc(0).dtype, std::span<const uint8_t>(wb, wv.raw_size),
                          desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out, act_source(in[1]));
     }
     case OpKind::kRmsNorm: {

@@ -23,7 +23,10 @@
 #include <vector>
 
 #include "backends/cpu/backend_test_util.h"
+#include "backends/cpu/cpu_ops.h"
 #include "core/fp16.h"
+#include "core/huge_buffer.h"
+#include "core/thread_pool.h"
 #include "graph/run_reference.h"
 #include "quant/quant.h"
 #include "quant/quant_test_util.h"
@@ -187,6 +190,81 @@ TEST(CpuBackend, OutputsWrittenInPlaceFollowEachRunsBindings) {
     }
     expect_close(got_z[run], want_z[run], kMatMulTol, "output computed from an output" + r);
   }
+}
+
+// A matmul weight of 2 MiB or more with no packed layout (Q6_K) is read from a copy on huge
+// pages, made at its first use; a tied embedding over the same table reads that copy too. Shown
+// by changing the caller's bytes after the first run (weights are immutable while bound, so only
+// a copy explains unchanged results), and by the results matching the reference before that.
+TEST(CpuBackend, LargeUnpackedWeightIsReadFromItsHugePageCopy) {
+  const int64_t k = 2048, n = 1280;  // 1280 rows x 1680 bytes: 2.15 MB
+  auto w = make_weight(GgmlType::kQ6_K, k, n, 5);
+  ASSERT_GE(w.size(), HugeBuffer::kHugePage);
+  const auto x = gaussian(sz(k), 1.0f, 6);
+  const std::vector<int32_t> ids = {0, 1279, 640, 7};
+  Graph g;
+  NodeId wn = g.add_weight(make_desc(GgmlType::kQ6_K, k, n), "token_embd");
+  NodeId xn = g.add_input(make_desc(kF32, k, 1), "x");
+  NodeId in = g.add_input(make_desc(kI32, 4), "ids");
+  NodeId y = add(g, OpKind::kMatMul, {wn, xn});
+  NodeId e = add(g, OpKind::kEmbedding, {wn, in});
+  auto bind = [&](Bindings& b, std::vector<float>& yv, std::vector<float>& ev) {
+    b.bind_weight(wn, GgmlType::kQ6_K, w);
+    b.bind_input(xn, std::span<const float>(x));
+    b.bind_input(in, std::span<const int32_t>(ids));
+    yv.assign(sz(n), 0.0f);
+    ev.assign(sz(4 * k), 0.0f);
+    b.bind_output(y, yv);
+    b.bind_output(e, ev);
+  };
+  std::vector<float> want_y, want_e;
+  {
+    Bindings rb;
+    bind(rb, want_y, want_e);
+    ASSERT_TRUE(graph::run_reference(g, rb).ok());
+  }
+  auto be = backend_with(2);
+  ASSERT_NE(be, nullptr);
+  std::vector<float> y1, e1;
+  {
+    Bindings b;
+    bind(b, y1, e1);
+    ASSERT_TRUE(be->run(g, b).ok());
+  }
+  expect_close(y1, want_y, kMatMulTol, "matmul over the copied weight");
+  expect_close(e1, want_e, kExactTol, "embedding over the copied table");
+  // Scale every super-block (f16 d at byte 208 of its 210): the caller's weight now differs.
+  for (size_t o = 208; o + 2 <= w.size(); o += 210) w[o + 1] ^= 0x04;
+  std::vector<float> y2, e2;
+  {
+    Bindings b;
+    bind(b, y2, e2);
+    ASSERT_TRUE(be->run(g, b).ok());
+  }
+  if (huge_pages_wanted()) {
+    EXPECT_EQ(y2, y1) << "the matmul read the caller's bytes, not a copy";
+    EXPECT_EQ(e2, e1) << "the embedding read the caller's bytes, not the matmul's copy";
+  } else {  // GENIEX_HUGEPAGES=0: no copy, the caller's bytes are read
+    EXPECT_NE(y2, y1);
+    EXPECT_NE(e2, e1);
+  }
+}
+
+TEST(CpuOps, CopyToHugePagesKeepsTheBytesAndSkipsSmallWeights) {
+  ThreadPool pool(3);
+  std::vector<uint8_t> w(HugeBuffer::kHugePage * 2 + 4097);  // slices that do not divide it
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 131 + (i >> 12));
+  const auto want = w;  // the copy hands the pages back with their contents (MADV_PAGEOUT)
+  const auto copy = cpu::copy_to_huge_pages(pool, w);
+  if (!huge_pages_wanted()) {
+    EXPECT_EQ(copy, nullptr);
+    return;
+  }
+  ASSERT_NE(copy, nullptr);
+  ASSERT_EQ(copy->size(), w.size());
+  EXPECT_EQ(std::memcmp(copy->data(), want.data(), want.size()), 0);
+  EXPECT_EQ(w, want);
+  EXPECT_EQ(cpu::copy_to_huge_pages(pool, std::span<const uint8_t>(w.data(), 4096)), nullptr);
 }
 
 TEST(CpuBackend, SupportsEveryBuildableMatMulAndEmbedding) {

@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/repack.h"
 #include "core/dtype.h"
+#include "core/huge_buffer.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "graph/op.h"
@@ -69,14 +70,20 @@ struct PackedMatrix {
   int64_t k = 0, n = 0;  ///< n rows of k elements
   ::geniex::cpu::PackedKernels kernels{};
   size_t bytes = 0;
-  std::unique_ptr<uint8_t[]> data;
+  HugeBuffer data;  ///< on huge pages where granted: decode streams all of it every step
 };
 
 /// Repacks W (n rows of k elements of `wtype`) over the pool, then releases W's pages (contents
 /// kept: see op_matmul_packed.cpp). Null when the type (at the dispatched ISA) or shape has no
-/// packed kernel; matmul() then serves it.
+/// packed kernel, or the copy cannot be allocated; matmul() then serves W itself.
 std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
                                           std::span<const uint8_t> w, int64_t k, int64_t n);
+
+/// A weight of at least HugeBuffer::kHugePage bytes that has no packed layout, copied over the pool
+/// into a HugeBuffer (huge pages, where granted), W's pages released slice by slice as
+/// pack_matrix does. Null when huge_pages_wanted() is false, W is smaller, or the copy cannot be
+/// allocated: then keep reading W.
+std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w);
 
 /// matmul() with packed weights: y[m, w.n] = W . x[m, w.k].
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "backends/cpu/cpu_ops.h"
@@ -56,19 +57,36 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
   p->n = n;
   p->kernels = *kernels;
   p->bytes = kern::packed_bytes(wtype, k, n);
-  p->data = std::make_unique_for_overwrite<uint8_t[]>(p->bytes);
+  auto buf = HugeBuffer::allocate(p->bytes);
+  if (!buf.ok()) return nullptr;  // W is still there for matmul()
+  p->data = std::move(buf).value();
   const int64_t groups = (n + kern::kPackRows - 1) / kern::kPackRows;
   constexpr int64_t kGroupsPerTask = 64;
   pool.parallel_for((groups + kGroupsPerTask - 1) / kGroupsPerTask, [&](int64_t t, int) {
     const int64_t g0 = t * kGroupsPerTask;
     const int64_t g1 = std::min(groups, g0 + kGroupsPerTask);
-    kern::repack_groups(wtype, k, w.data(), *w_row, n, g0, g1, p->data.get());
+    kern::repack_groups(wtype, k, w.data(), *w_row, n, g0, g1, p->data.data());
     // Slice by slice, so the original and the packed copy of a large matrix (an LM head) are
     // never both resident in full.
     const int64_t r0 = g0 * kern::kPackRows, r1 = std::min(n, g1 * kern::kPackRows);
     release_pages(w.data() + sz(r0) * *w_row, sz(r1 - r0) * *w_row);
   });
   return p;
+}
+
+std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w) {
+  if (!huge_pages_wanted() || w.size() < HugeBuffer::kHugePage) return nullptr;
+  auto buf = HugeBuffer::allocate(w.size());
+  if (!buf.ok()) return nullptr;
+  auto copy = std::make_unique<HugeBuffer>(std::move(buf).value());
+  constexpr size_t kSlice = HugeBuffer::kHugePage;
+  pool.parallel_for(static_cast<int64_t>((w.size() + kSlice - 1) / kSlice), [&](int64_t t, int) {
+    const size_t b = sz(t) * kSlice, n = std::min(kSlice, w.size() - b);
+    std::memcpy(copy->data() + b, w.data() + b, n);
+    release_pages(w.data() + b, n);
+  });
+  release_pages(w.data(), w.size());  // the pages that straddled two slices
+  return copy;
 }
 
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
@@ -112,7 +130,7 @@ Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, 
   const int64_t row_tasks = (groups + per_task - 1) / per_task;
   const int64_t col_tiles = (m + kColsPerTile - 1) / kColsPerTile;
   const size_t gb = kern::packed_group_bytes(w.type, k);
-  const uint8_t* wd = w.data.get();
+  const uint8_t* wd = w.data.data();
   pool.parallel_for(row_tasks * col_tiles, [&](int64_t task, int) {
     const int64_t ct = task / row_tasks;  // tile-major: neighbours share the activation tile
     const int64_t rt = task % row_tasks;
@@ -134,7 +152,7 @@ Result<bool> embedding_packed(ThreadPool& pool, const PackedMatrix& table,
   std::vector<uint8_t> blocks(*row * ids.size());
   std::vector<int32_t> at(ids.size());
   for (size_t t = 0; t < ids.size(); ++t) {
-    if (!kern::unpack_row(table.type, table.k, table.data.get(), ids[t],
+    if (!kern::unpack_row(table.type, table.k, table.data.data(), ids[t],
                           blocks.data() + t * *row)) {
       return false;
     }
