@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +18,19 @@ bool huge_pages_wanted() {
     return v == nullptr || std::string(v) != "0";
   }();
   return wanted;
+}
+
+bool huge_pages_available() {
+  static const bool available = [] {
+    std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    if (f == nullptr) return false;
+    char line[128] = {};
+    const bool read = std::fgets(line, sizeof line, f) != nullptr;
+    std::fclose(f);
+    const std::string s = read ? line : "";
+    return s.find("[always]") != std::string::npos || s.find("[madvise]") != std::string::npos;
+  }();
+  return available;
 }
 
 Result<HugeBuffer> HugeBuffer::allocate(size_t bytes) {

@@ -12,6 +12,11 @@ namespace geniex {
 /// Whether large buffers ask for huge pages: yes unless GENIEX_HUGEPAGES=0 (read once; A/B runs).
 bool huge_pages_wanted();
 
+/// Whether this kernel hands out transparent huge pages on request: its mode
+/// (/sys/kernel/mm/transparent_hugepage/enabled) is "always" or "madvise". Read once. Where it is
+/// "never" or absent (many Android kernels), copying data onto "huge" pages gains nothing.
+bool huge_pages_available();
+
 /// A zero-filled read-write anonymous mapping, unmapped on destruction. Buffers of at least
 /// kHugePage bytes start at a kHugePage boundary and are advised MADV_HUGEPAGE (when
 /// huge_pages_wanted()): one TLB entry then covers 2 MiB instead of 4 KiB, and a linear read

@@ -66,6 +66,7 @@ TEST(HugeBuffer, LargeBufferIsAdvisedForHugePagesWhereTheKernelHasThem) {
     EXPECT_FALSE(b.advised());
     return;
   }
+  EXPECT_EQ(huge_pages_available(), mode == "always" || mode == "madvise") << mode;
   if (mode == "always" || mode == "madvise") {
     EXPECT_TRUE(b.advised());
 #if defined(__x86_64__)

@@ -81,8 +81,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
 
 /// A weight of at least HugeBuffer::kHugePage bytes that has no packed layout, copied over the pool
 /// into a HugeBuffer (huge pages, where granted), W's pages released slice by slice as
-/// pack_matrix does. Null when huge_pages_wanted() is false, W is smaller, or the copy cannot be
-/// allocated: then keep reading W.
+/// pack_matrix does. Null when huge pages are not wanted (GENIEX_HUGEPAGES=0) or not available
+/// (huge_pages_available(), the advice refused), W is smaller, or the copy cannot be allocated:
+/// then keep reading W.
 std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w);
 
 /// matmul() with packed weights: y[m, w.n] = W . x[m, w.k].

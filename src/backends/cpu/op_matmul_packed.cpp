@@ -75,9 +75,11 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
 }
 
 std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w) {
-  if (!huge_pages_wanted() || w.size() < HugeBuffer::kHugePage) return nullptr;
+  if (!huge_pages_wanted() || !huge_pages_available() || w.size() < HugeBuffer::kHugePage) {
+    return nullptr;
+  }
   auto buf = HugeBuffer::allocate(w.size());
-  if (!buf.ok()) return nullptr;
+  if (!buf.ok() || !buf.value().advised()) return nullptr;  // no gain from a 4 KiB-page copy
   auto copy = std::make_unique<HugeBuffer>(std::move(buf).value());
   constexpr size_t kSlice = HugeBuffer::kHugePage;
   pool.parallel_for(static_cast<int64_t>((w.size() + kSlice - 1) / kSlice), [&](int64_t t, int) {
