@@ -118,14 +118,20 @@ class CpuBackend final : public Backend {
   // address (null: left where they are). Tied embeddings read the copy too.
   std::unordered_map<const uint8_t*, std::unique_ptr<HugeBuffer>> copied_;
 
-  // W's bytes as the row kernels should read them: the huge-page copy, made at first use.
-  const uint8_t* weight_bytes(const Val& wv);
+  // W's bytes as the kernels should read them: its huge-page copy if there is one, else W. With
+  // `make_copy`, the copy is attempted at the first call (matmuls); without, only looked up
+  // (embeddings of a table a matmul also reads).
+  const uint8_t* weight_bytes(const Val& wv, bool make_copy);
 };
 
-const uint8_t* CpuBackend::weight_bytes(const Val& wv) {
-  auto [it, fresh] = copied_.try_emplace(wv.raw);
-  if (fresh) {
-    it->second = cpu::copy_to_huge_pages(pool_, std::span<const uint8_t>(wv.raw, wv.raw_size));
+const uint8_t* CpuBackend::weight_bytes(const Val& wv, bool make_copy) {
+  auto it = copied_.find(wv.raw);
+  if (it == copied_.end()) {
+    if (!make_copy) return wv.raw;
+    it = copied_
+             .emplace(wv.raw,
+                      cpu::copy_to_huge_pages(pool_, std::span<const uint8_t>(wv.raw, wv.raw_size)))
+             .first;
   }
   return it->second != nullptr && it->second->size() == wv.raw_size ? it->second->data() : wv.raw;
 }
@@ -280,11 +286,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         if (done) return {};
       }
       // Otherwise the huge-page copy a matmul made of it, if any (its file pages were released).
-      const auto cp = copied_.find(vals_[in[0]].raw);
-      const uint8_t* table = cp != copied_.end() && cp->second != nullptr &&
-                                     cp->second->size() == vals_[in[0]].raw_size
-                                 ? cp->second->data()
-                                 : vals_[in[0]].raw;
+      const uint8_t* table = weight_bytes(vals_[in[0]], /*make_copy=*/false);
       return cpu::embedding(pool_, desc(0).dtype,
                             std::span<const uint8_t>(table, vals_[in[0]].raw_size), desc(0).ne[0],
                             desc(0).ne[1], ispan(1), out);
@@ -308,7 +310,8 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
                                     act_source(in[1]));
         }
       }
-      const uint8_t* wb = g.node(in[0]).role == NodeRole::kWeight ? weight_bytes(wv) : wv.raw;
+      const uint8_t* wb =
+          g.node(in[0]).role == NodeRole::kWeight ? weight_bytes(wv, /*make_copy=*/true) : wv.raw;
       return cpu::matmul(pool_, scratch_, desc(0).dtype, std::span<const uint8_t>(wb, wv.raw_size),
                          desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out, act_source(in[1]));
     }
