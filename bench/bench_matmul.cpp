@@ -28,6 +28,7 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "quant/quant.h"
+#include "random_rows.h"
 
 namespace {
 
@@ -111,16 +112,12 @@ int main(int argc, char** argv) {
   // Weights: random normal rows, quantized one row at a time.
   std::mt19937 rng(1);
   std::normal_distribution<float> nd;
-  std::vector<uint8_t> w(*wrow * static_cast<size_t>(rows));
-  std::vector<float> x(static_cast<size_t>(k));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (auto& v : x) v = nd(rng);
-    if (!geniex::quant::quantize_row(*type, x, std::span<uint8_t>(w.data() + r * *wrow, *wrow))
-             .ok()) {
-      std::fprintf(stderr, "quantize_row failed\n");
-      return 1;
-    }
+  const std::vector<uint8_t> w = geniex::bench::random_rows(*type, rows, k, *wrow, rng);
+  if (w.empty()) {
+    std::fprintf(stderr, "quantize_row failed\n");
+    return 1;
   }
+  std::vector<float> x(static_cast<size_t>(k));
   std::vector<uint8_t> packed(kern::packed_bytes(*type, k, rows));
   kern::repack_groups(*type, k, w.data(), *wrow, rows, 0,
                       (rows + kern::kPackRows - 1) / kern::kPackRows, packed.data());

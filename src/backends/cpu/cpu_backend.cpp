@@ -218,40 +218,6 @@ Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
   return v.f;
 }
 
-// Which weights are repacked into the kernels' row-interleaved layouts at first use.
-// Default: Q4_0; Q8_0 and Q5_0, whose packed kernels give the row kernels' results bit for bit,
-// GEMV and GEMM, so packing them changes no output (kernels/README.md); and Q4_K on x86, whose
-// packed kernel sums in another float order than the row kernel (one fma per super-block
-// instead of 8 lane sums) but is 1.5-2x faster at every row count and keeps the real Gemma 3
-// 270M on llama.cpp's greedy goldens (gemma_fidelity_test). The packed Q6_K kernel sums in yet
-// another order, which moves that model off llama.cpp on near-tie greedy steps with a
-// Q8_0 / Q4_0 KV cache (q8_0 agreement 9/10 -> 6/10 for an earlier Q4_K kernel, measured), and
-// is no faster than the Q6_K row kernel: opt-in. GENIEX_REPACK=all repacks every supported type,
-// GENIEX_REPACK=0 none (A/B benchmarks).
-bool repack_enabled(GgmlType t) {
-  enum class Mode { kNone, kDefault, kAll };
-  static const Mode mode = [] {
-    const char* e = std::getenv("GENIEX_REPACK");
-    if (e == nullptr) return Mode::kDefault;
-    const std::string v(e);
-    return v == "0" ? Mode::kNone : v == "all" ? Mode::kAll : Mode::kDefault;
-  }();
-  switch (mode) {
-    case Mode::kNone: return false;
-    case Mode::kAll: return true;
-    case Mode::kDefault: break;
-  }
-  if (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0) return true;
-  // Q4_K: where the packed kernel is measured faster at every row count, x86 (bench_matmul:
-  // 1.5-2x). The NEON Q4_Kx8 kernel takes one activation row at a time, unmeasured on
-  // hardware: the row kernels stay there.
-  static const bool q4_k = [] {
-    const auto pk = ::geniex::cpu::packed_kernels(GgmlType::kQ4_K);
-    return pk.has_value() && ::geniex::cpu::is_x86_simd(pk->isa);
-  }();
-  return t == GgmlType::kQ4_K && q4_k;
-}
-
 Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
   namespace ref = graph::ref;
   namespace cpu = backends::cpu;
@@ -294,7 +260,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
     case OpKind::kMatMul: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
       const Val& wv = vals_[in[0]];
-      if (g.node(in[0]).role == NodeRole::kWeight && repack_enabled(desc(0).dtype) &&
+      if (g.node(in[0]).role == NodeRole::kWeight && cpu::repack_enabled(desc(0).dtype) &&
           ::geniex::cpu::can_repack(desc(0).dtype)) {
         auto [it, fresh] = packed_.try_emplace(wv.raw);
         const cpu::PackedMatrix* pm = it->second.get();

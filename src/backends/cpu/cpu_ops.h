@@ -73,6 +73,18 @@ struct PackedMatrix {
   HugeBuffer data;  ///< on huge pages where granted: decode streams all of it every step
 };
 
+/// Which weights are repacked into the kernels' row-interleaved layouts at first use.
+/// Default: Q4_0; Q8_0 and Q5_0, whose packed kernels give the row kernels' results bit for bit,
+/// GEMV and GEMM, so packing them changes no output (kernels/README.md); and Q4_K on x86, whose
+/// packed kernel sums in another float order than the row kernel (one fma per super-block
+/// instead of 8 lane sums) but is 1.5-2x faster at every row count and keeps the real Gemma 3
+/// 270M on llama.cpp's greedy goldens (gemma_fidelity_test). The packed Q6_K kernel sums in yet
+/// another order, which moves that model off llama.cpp on near-tie greedy steps with a
+/// Q8_0 / Q4_0 KV cache (q8_0 agreement 9/10 -> 6/10 for an earlier Q4_K kernel, measured), and
+/// is no faster than the Q6_K row kernel: opt-in. GENIEX_REPACK=all repacks every supported type,
+/// GENIEX_REPACK=0 none (A/B benchmarks).
+bool repack_enabled(GgmlType t);
+
 /// Repacks W (n rows of k elements of `wtype`) over the pool, then releases W's pages (contents
 /// kept: see op_matmul_packed.cpp). Null when the type (at the dispatched ISA) or shape has no
 /// packed kernel, or the copy cannot be allocated; matmul() then serves W itself.

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_ops.h"
@@ -163,6 +165,31 @@ Result<bool> embedding_packed(ThreadPool& pool, const PackedMatrix& table,
   GENIEX_TRY(
       embedding(pool, table.type, blocks, table.k, static_cast<int64_t>(ids.size()), at, out));
   return true;
+}
+
+// The choice is documented at its declaration (cpu_ops.h).
+bool repack_enabled(GgmlType t) {
+  enum class Mode { kNone, kDefault, kAll };
+  static const Mode mode = [] {
+    const char* e = std::getenv("GENIEX_REPACK");
+    if (e == nullptr) return Mode::kDefault;
+    const std::string v(e);
+    return v == "0" ? Mode::kNone : v == "all" ? Mode::kAll : Mode::kDefault;
+  }();
+  switch (mode) {
+    case Mode::kNone: return false;
+    case Mode::kAll: return true;
+    case Mode::kDefault: break;
+  }
+  if (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0) return true;
+  // Q4_K: where the packed kernel is measured faster at every row count, x86 (bench_matmul:
+  // 1.5-2x). The NEON Q4_Kx8 kernel takes one activation row at a time, unmeasured on
+  // hardware: the row kernels stay there.
+  static const bool q4_k = [] {
+    const auto pk = kern::packed_kernels(GgmlType::kQ4_K);
+    return pk.has_value() && kern::is_x86_simd(pk->isa);
+  }();
+  return t == GgmlType::kQ4_K && q4_k;
 }
 
 }  // namespace geniex::backends::cpu
