@@ -5,15 +5,16 @@
 //   gemv_memory [--mib 256] [--reps 15] [--layout packed|rows] [--json] TYPE ROWS K
 //   e.g. gemv_memory q4_k 8192 2048      (a Llama-3.2-1B ffn_gate / ffn_up)
 //
-// A random ROWS x K matrix of TYPE is laid out as the engine reads it by default
-// (backends::cpu::repack_enabled: `packed`, the row-interleaved groups of cpu::packed_kernels, or
-// `rows`, the file's rows for cpu::dot_kernels, as Q6_K runs) and copied over --mib MiB
-// of transparent huge pages, as the engine's weights are. Each repetition then times, in turn
-// (the order rotates, so a noisy neighbour hits all three alike):
-//   memory  one GEMV (m = 1) over every copy in turn: each byte comes from DRAM once;
+// A random ROWS x K matrix of TYPE is held as the engine holds it, --mib MiB of copies on
+// transparent huge pages: by default in the engine's layout (backends::cpu::repack_enabled):
+// `packed`, each copy a PackedMatrix from pack_matrix, or `rows`, the file's rows (Q6_K). Each
+// GEMV is the engine's own call (matmul_packed or matmul, m = 1, a one-thread ThreadPool: its
+// task split, prefetch and 2-stream walk included). Each repetition times, in turn (the order
+// rotates, so a noisy neighbour hits all three alike):
+//   memory  one GEMV over every copy in turn: each byte comes from DRAM once;
 //   cache   the same number of GEMVs over the first copy only (from L2/L3 when it fits);
-//   read    the bound's own loop over the whole buffer: stream_bandwidth's read_streams
-//           (read_loops.h: 4 parts read in lockstep, 256 bytes of each in turn).
+//   read    the bound's own loop over a buffer of the same size: stream_bandwidth's
+//           read_streams (read_loops.h: 4 parts read in lockstep, 256 bytes of each in turn).
 // Reported: the medians in GB/s; memory / read, the fraction of the bound this kernel can reach
 // on its own (decode at 1 thread is this, weighted by bytes, less the other work); and the
 // serial prediction 1 / (1/cache + 1/read) / read, what it would reach if it did not overlap its
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +37,7 @@
 #include "backends/cpu/kernels/vec_dot.h"
 #include "core/dtype.h"
 #include "core/huge_buffer.h"
+#include "core/thread_pool.h"
 #include "random_rows.h"
 #include "read_loops.h"
 
@@ -114,44 +117,61 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gemv_memory: quantize_row failed\n");
     return 1;
   }
-  // The matrix as the kernel reads it, padded to 1 KiB so copies stay aligned.
-  std::vector<uint8_t> mat;
-  if (packed) {
-    mat.resize(kern::packed_bytes(*type, k, rows));
-    kern::repack_groups(*type, k, w.data(), *wrow, rows, 0,
-                        (rows + kern::kPackRows - 1) / kern::kPackRows, mat.data());
-  } else {
-    mat = w;
-  }
-  const size_t mat_bytes = mat.size();
+  // The copies, as the engine holds them: packed matrices (each its own HugeBuffer, made by
+  // the engine's pack_matrix) or the file's rows, 1 KiB apart in one HugeBuffer.
+  geniex::ThreadPool pool(1);
+  namespace be = geniex::backends::cpu;
+  const size_t mat_bytes = packed ? kern::packed_bytes(*type, k, rows) : w.size();
   const size_t stride = (mat_bytes + 1023) / 1024 * 1024;
   const size_t copies = std::max<size_t>(2, (mib << 20) / stride);
-  auto buf = geniex::HugeBuffer::allocate(copies * stride);
-  if (!buf.ok()) {
-    std::fprintf(stderr, "gemv_memory: %s\n", buf.status().message().c_str());
+  std::vector<std::unique_ptr<be::PackedMatrix>> pms;
+  geniex::HugeBuffer rows_buf;
+  if (packed) {
+    for (size_t c = 0; c < copies; ++c) {
+      pms.push_back(be::pack_matrix(pool, *type, std::span<const uint8_t>(w), k, rows));
+      if (!pms.back()) {
+        std::fprintf(stderr, "gemv_memory: pack_matrix failed\n");
+        return 1;
+      }
+    }
+  } else {
+    auto r = geniex::HugeBuffer::allocate(copies * stride);
+    if (!r.ok()) {
+      std::fprintf(stderr, "gemv_memory: %s\n", r.status().message().c_str());
+      return 1;
+    }
+    rows_buf = std::move(r).value();
+    for (size_t c = 0; c < copies; ++c) {
+      std::memcpy(rows_buf.data() + c * stride, w.data(), mat_bytes);
+    }
+  }
+  // The read pass streams a buffer of the same size (the bound's loop over its own array).
+  auto read_buf = geniex::HugeBuffer::allocate(copies * stride);
+  if (!read_buf.ok()) {
+    std::fprintf(stderr, "gemv_memory: %s\n", read_buf.status().message().c_str());
     return 1;
   }
-  uint8_t* base = buf.value().data();
-  for (size_t c = 0; c < copies; ++c) std::memcpy(base + c * stride, mat.data(), mat_bytes);
+  for (size_t i = 0; i < read_buf.value().size(); i += 64) {
+    read_buf.value().data()[i] = static_cast<uint8_t>(i >> 6);
+  }
 
-  // One activation row, quantized (and prepared for the packed kernel).
+  // One activation row (quantized by the engine at the first call, then reused: the held
+  // activation of the Scratch, as q/k/v or gate/up share theirs).
   std::normal_distribution<float> nd;
   std::vector<float> x(static_cast<size_t>(k));
   for (auto& v : x) v = nd(rng);
-  const auto& quantize_act = packed ? pk->quantize_act : dk->quantize_act;
-  const GgmlType act_type = packed ? pk->act_type : dk->act_type;
-  const size_t qrow = *geniex::ggml_row_bytes(act_type, static_cast<uint64_t>(k));
-  std::vector<uint8_t> q(qrow), a(packed ? pk->act_bytes(k) : 0);
-  quantize_act(x.data(), q.data(), k);
-  if (packed) pk->prepare_act(q.data(), k, a.data());
   std::vector<float> out(static_cast<size_t>(rows)), out_mem(out.size());
-  auto gemv = [&](const uint8_t* m, float* o) {
-    if (packed) {
-      pk->gemm(k, m, rows, a.data(), a.size(), 1, o, static_cast<size_t>(rows));
-    } else {
-      dk->gemm(k, m, *wrow, rows, q.data(), qrow, 1, o, static_cast<size_t>(rows));
-    }
+  be::Scratch scratch;
+  bool failed = false;
+  auto gemv = [&](size_t c, float* o) {
+    const geniex::Status st =
+        packed ? be::matmul_packed(pool, scratch, *pms[c], x.data(), 1, o)
+               : be::matmul(pool, scratch, *type,
+                            std::span<const uint8_t>(rows_buf.data() + c * stride, mat_bytes), k,
+                            rows, x.data(), 1, o);
+    failed = failed || !st.ok();
   };
+  const uint8_t* base = read_buf.value().data();
 
   std::vector<double> t_mem, t_cache, t_read;
   uint64_t sink = 0;
@@ -160,9 +180,9 @@ int main(int argc, char** argv) {
       const int which = (i + r) % 3;
       const auto t0 = Clock::now();
       if (which == 0) {
-        for (size_t c = 0; c < copies; ++c) gemv(base + c * stride, out_mem.data());
+        for (size_t c = 0; c < copies; ++c) gemv(c, out_mem.data());
       } else if (which == 1) {
-        for (size_t c = 0; c < copies; ++c) gemv(base, out.data());
+        for (size_t c = 0; c < copies; ++c) gemv(0, out.data());
       } else {
         sink += static_cast<uint64_t>(geniex::bench::streams_sum(
             reinterpret_cast<const int64_t*>(base), 0, copies * stride / sizeof(int64_t)));
@@ -170,6 +190,10 @@ int main(int argc, char** argv) {
       const double s = seconds_since(t0);
       if (r > 0) (which == 0 ? t_mem : which == 1 ? t_cache : t_read).push_back(s);
     }
+  }
+  if (failed) {
+    std::fprintf(stderr, "gemv_memory: a matmul failed\n");
+    return 1;
   }
   if (std::memcmp(out.data(), out_mem.data(), out.size() * sizeof(float)) != 0) {
     std::fprintf(stderr, "gemv_memory: the memory and cache passes differ\n");
@@ -190,14 +214,14 @@ int main(int argc, char** argv) {
         "\"advised\": %s, \"sink\": %llu}\n",
         args[0].c_str(), layout.c_str(), isa.c_str(), static_cast<long long>(rows),
         static_cast<long long>(k), static_cast<double>(mat_bytes) / 1e6, copies, mem, cache, read,
-        mem / read, serial / read, buf.value().advised() ? "true" : "false",
+        mem / read, serial / read, read_buf.value().advised() ? "true" : "false",
         static_cast<unsigned long long>(sink % 1000));
     return 0;
   }
   std::printf("%s %lld x %lld, %s layout (%s), %.2f MB x %zu copies on %s pages, median of %d\n",
               args[0].c_str(), static_cast<long long>(rows), static_cast<long long>(k),
               layout.c_str(), isa.c_str(), static_cast<double>(mat_bytes) / 1e6, copies,
-              buf.value().advised() ? "huge" : "4 KiB", reps);
+              read_buf.value().advised() ? "huge" : "4 KiB", reps);
   std::printf("| memory GB/s | cache GB/s | read_streams GB/s | memory / read | serial / read |\n");
   std::printf("|---:|---:|---:|---:|---:|\n");
   std::printf("| %.2f | %.2f | %.2f | %.0f %% | %.0f %% |\n", mem, cache, read, 100 * mem / read,
