@@ -143,6 +143,13 @@ if [[ ! -e "$MODEL" ]]; then # also true for a dangling symlink
 fi
 
 # ---------------------------------------------------------------------------------------------
+# llama.cpp's judge tools (llama-perplexity, llama-simple), built once per machine into the cache.
+# ---------------------------------------------------------------------------------------------
+STEP="llama.cpp judge tools (scripts/build_llamacpp.sh)"
+log "llama.cpp judge tools"
+bash "$ROOT/scripts/build_llamacpp.sh" 2> >(tee -a "$LOG" >&2) >>"$LOG"
+
+# ---------------------------------------------------------------------------------------------
 # Configure + build the release preset.
 # ---------------------------------------------------------------------------------------------
 if ((BUILD)); then

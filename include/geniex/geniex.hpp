@@ -202,7 +202,9 @@ struct ModelInfo {
   int32_t n_ctx_train = 0;
   int32_t n_ctx = 0;  ///< the context this Model was built with
   int32_t n_threads = 0;
-  std::string placement;  ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
+  int32_t bos_token = -1;  ///< beginning-of-sequence token (-1: none)
+  bool add_bos = false;    ///< tokenize(text, add_special=true) starts with bos_token
+  std::string placement;   ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
 };
 
 class ModelBuilder;
@@ -238,9 +240,10 @@ class Model {
   /// Whether `token` ends generation (EOS, end-of-turn, ...).
   [[nodiscard]] bool is_end_of_generation(int32_t token) const;
 
-  /// Logits of every position of `tokens`, evaluated from an empty context:
-  /// tokens.size() rows of n_vocab floats. For perplexity and tests.
-  Result<std::vector<float>> logits(std::span<const int32_t> tokens);
+  /// Logits of the positions first_row .. tokens.size()-1 of `tokens`, evaluated from an empty
+  /// context: tokens.size() - first_row rows of n_vocab floats (rows before first_row are not
+  /// computed through the output head). For perplexity and tests.
+  Result<std::vector<float>> logits(std::span<const int32_t> tokens, int32_t first_row = 0);
 
   /// Forgets the cached context.
   void reset();

@@ -167,7 +167,7 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
       }
     }
     next[i] = r.next_token();
-    items.push_back(StepItem{seq, std::span<const int32_t>(&next[i], 1), false});
+    items.push_back(StepItem{seq, std::span<const int32_t>(&next[i], 1), 1});
     owner.push_back(&r);
     --budget;
   }
@@ -186,10 +186,16 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
     if (chunk == 1 && left > 1) chunk = 0;
     if (chunk <= 0) continue;
     const auto seq = slots_[static_cast<size_t>(r.slot)].seq;
+    // Logits requests want rows from logits_from on; a chunk before that still yields its
+    // last row (a step has at least one output), which delivery drops.
+    int32_t n_outputs = 1;
+    if (r.kind == Request::Kind::kLogits) {
+      n_outputs = std::clamp(r.n_evaluated + chunk - r.logits_from, 1, chunk);
+    }
     items.push_back(StepItem{seq,
                              std::span<const int32_t>(r.prompt).subspan(
                                  static_cast<size_t>(r.n_evaluated), static_cast<size_t>(chunk)),
-                             r.kind == Request::Kind::kLogits});
+                             n_outputs});
     owner.push_back(&r);
     budget -= chunk;
   }
@@ -201,21 +207,25 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
   }
   const size_t n_vocab = logits->size() / [&] {
     size_t rows = 0;
-    for (const auto& it : items) rows += it.all_logits ? it.tokens.size() : 1;
+    for (const auto& it : items) rows += static_cast<size_t>(it.n_outputs);
     return rows;
   }();
   size_t row = 0;
   for (size_t k = 0; k < items.size(); ++k) {
     Request& r = *owner[k];
-    const size_t n_rows = items[k].all_logits ? items[k].tokens.size() : 1;
+    const auto n_rows = static_cast<size_t>(items[k].n_outputs);
     const auto rows = logits->subspan(row * n_vocab, n_rows * n_vocab);
     row += n_rows;
     const bool prefill = r.n_evaluated < static_cast<int32_t>(r.prompt.size());
     if (prefill) {
-      r.n_evaluated += static_cast<int32_t>(items[k].tokens.size());
+      const int32_t chunk_end = r.n_evaluated + static_cast<int32_t>(items[k].tokens.size());
+      r.n_evaluated = chunk_end;
       const bool complete = r.n_evaluated == static_cast<int32_t>(r.prompt.size());
       if (r.kind == Request::Kind::kLogits) {
-        r.on_all_logits(rows);
+        // Keep the rows of positions >= logits_from (the first rows may precede it).
+        const auto keep = static_cast<size_t>(
+            std::clamp(chunk_end - r.logits_from, 0, static_cast<int32_t>(n_rows)));
+        r.on_all_logits(rows.subspan((n_rows - keep) * n_vocab));
         if (complete) r.finish(StopReason::kMaxTokens);
         continue;
       }

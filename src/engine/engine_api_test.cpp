@@ -102,6 +102,38 @@ INSTANTIATE_TEST_SUITE_P(Tiny, EngineVsHf,
                          ::testing::Values("llama", "mistral", "qwen2", "qwen3", "gemma3"),
                          [](const auto& p) { return p.param; });
 
+// logits(tokens, first_row) returns exactly the tail rows of logits(tokens), whether first_row
+// falls inside a prefill chunk, on a chunk boundary or after whole chunks that yield no rows.
+TEST(EngineLogits, FirstRowReturnsTheTailRows) {
+  std::ifstream in(src_dir() + "/tests/data/models/tiny_models.json");
+  const auto ids =
+      nlohmann::json::parse(in).at("models").at("llama").at("ids").get<std::vector<int32_t>>();
+  const size_t V = 2048;
+  for (int32_t batch : {7, 64}) {
+    Model m = load(tiny("llama"), 256, batch, KvCacheType::kF32);
+    auto all = m.logits(ids);
+    ASSERT_TRUE(all.ok()) << all.status().to_string();
+    for (int32_t first : {1, 7, 20, 32, 63}) {
+      auto tail = m.logits(ids, first);
+      ASSERT_TRUE(tail.ok()) << tail.status().to_string();
+      ASSERT_EQ(tail->size(), (ids.size() - static_cast<size_t>(first)) * V)
+          << "batch " << batch << " first " << first;
+      double max_err = 0;
+      for (size_t i = 0; i < tail->size(); ++i) {
+        max_err = std::max(max_err, std::fabs(static_cast<double>((*tail)[i]) -
+                                              (*all)[static_cast<size_t>(first) * V + i]));
+      }
+      EXPECT_LE(max_err, 1e-4) << "batch " << batch << " first " << first;
+    }
+  }
+  Model m = load(tiny("llama"));
+  EXPECT_EQ(m.logits(ids, -1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(m.logits(ids, static_cast<int32_t>(ids.size())).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(m.info().add_bos);
+  EXPECT_EQ(m.info().bos_token, 2032);  // the tiny Llama 3 vocab's <|begin_of_text|>
+}
+
 TEST(EngineDecode, CachedStepGraphAcrossBucketBoundariesMatchesFullRecompute) {
   // decode_one reuses one graph per 256-slot bucket; 300 steps cross a boundary and the sliding
   // window (16) of the tiny gemma3 many times over.

@@ -160,9 +160,13 @@ Result<Generation> Model::generate(std::string_view prompt, const GenerationConf
   return generate(std::span<const int32_t>(ids), config, on_token);
 }
 
-Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens) {
+Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens, int32_t first_row) {
   Impl& m = *impl_;
   if (tokens.empty()) return invalid_argument("logits: no tokens");
+  if (first_row < 0 || static_cast<size_t>(first_row) >= tokens.size()) {
+    return invalid_argument("logits: first_row " + std::to_string(first_row) + " outside the " +
+                            std::to_string(tokens.size()) + " tokens");
+  }
   GENIEX_TRY(m.check_tokens(tokens));
   if (static_cast<int64_t>(tokens.size()) > m.n_ctx) {
     return out_of_range("logits: " + std::to_string(tokens.size()) +
@@ -171,6 +175,7 @@ Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens) {
   GENIEX_ASSIGN_OR_RETURN(
       auto req, engine::Request::create(engine::Request::Kind::kLogits, tokens, GenerationConfig{},
                                         *m.tok, static_cast<int32_t>(m.config.n_vocab)));
+  req->logits_from = first_row;
   auto r = m.batch->submit(std::move(req));
   std::deque<engine::RequestEvent> events;
   while (r->wait_events(events)) events.clear();

@@ -283,6 +283,8 @@ Result<Model> ModelBuilder::build() const {
   info.n_ctx_train = static_cast<int32_t>(cfg.context_length);
   info.n_ctx = n_ctx;
   info.n_threads = n_threads_ > 0 ? n_threads_ : ThreadPool::default_threads();
+  info.bos_token = impl->tok->bos();
+  info.add_bos = impl->tok->add_bos() && info.bos_token >= 0;
   // Place once at load so that an impossible placement fails here, not at the first token.
   {
     GENIEX_ASSIGN_OR_RETURN(auto fg, impl->probe_graph(1));

@@ -75,6 +75,7 @@ class Request {
   GenerationConfig config;
   std::vector<int32_t> prompt;
   int32_t n_evaluated = 0;  ///< prompt tokens in the KV cache (cached + prefilled)
+  int32_t logits_from = 0;  ///< kLogits: the first position whose logits are returned
   int slot = -1;            ///< engine slot while admitted
   Clock::time_point t_start = Clock::now();
   Clock::time_point t_first_token;

@@ -166,7 +166,7 @@ Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) 
     if (!s.ok()) return rollback(s);
     ++begun;
     n_tokens += static_cast<int32_t>(it.tokens.size());
-    n_out += it.all_logits ? static_cast<int32_t>(it.tokens.size()) : 1;
+    n_out += it.n_outputs;
   }
   const int32_t n_real = n_tokens;
   n_tokens = padded_tokens(n_real);
@@ -186,10 +186,11 @@ Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) 
     for (size_t k = 0; k < it.tokens.size(); ++k) {
       st.tokens[t + k] = it.tokens[k];
       st.pos[t + k] = pos[k];
-      if (it.all_logits) st.out_rows[o++] = static_cast<int32_t>(t + k);
+      if (k + static_cast<size_t>(it.n_outputs) >= it.tokens.size()) {
+        st.out_rows[o++] = static_cast<int32_t>(t + k);
+      }
     }
     t += it.tokens.size();
-    if (!it.all_logits) st.out_rows[o++] = static_cast<int32_t>(t - 1);
   }
   if (!kv_.spills()) {
     for (int il = 0; il < static_cast<int>(config_.n_layer); ++il) {

@@ -26,7 +26,9 @@ namespace geniex::engine {
 struct StepItem {
   runtime::KvManager::SeqId seq = 0;
   std::span<const int32_t> tokens;
-  bool all_logits = false;  ///< logits for every token, else only for the last
+  /// Logits wanted for the last n_outputs tokens (1: the last token's, for sampling;
+  /// tokens.size(): every token's). At least 1.
+  int32_t n_outputs = 1;
 };
 
 class StepRunner {
@@ -36,7 +38,7 @@ class StepRunner {
   ~StepRunner();
 
   /// Runs the items as one batch. Returns the logits, n_vocab floats per output row: per item
-  /// in order, every token's row (all_logits) or its last token's row. Valid until the next
+  /// in order, the rows of its last n_outputs tokens. Valid until the next
   /// run. On error every sequence is rolled back to where it was.
   Result<std::span<const float>> run(std::span<const StepItem> items);
 

@@ -38,6 +38,24 @@ def tool_bin():
 
 
 @pytest.fixture(scope="session")
+def llamacpp_bin():
+    """Returns the path of a llama.cpp judge tool (llama-perplexity, ...) that
+    scripts/build_llamacpp.sh built (setup runs it); $GENIEX_LLAMACPP_BIN overrides the folder."""
+    folder = os.environ.get("GENIEX_LLAMACPP_BIN")
+    if not folder:
+        folder = subprocess.run(["bash", str(REPO / "scripts" / "build_llamacpp.sh"), "--print-dir"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+
+    def find(name: str) -> pathlib.Path:
+        p = pathlib.Path(folder) / name
+        if not p.exists():
+            pytest.fail(f"{p} is missing: run scripts/setup.sh (it builds llama.cpp's tools once)")
+        return p
+
+    return find
+
+
+@pytest.fixture(scope="session")
 def tokenizer_testdata() -> pathlib.Path:
     """llama.cpp's tokenizer vectors: the project copy if present, else ../shared."""
     local = REPO / "tests" / "data" / "tokenizer"
