@@ -1,0 +1,124 @@
+// The real Gemma 3 270M Q4_K_M against llama.cpp's default settings, inside llama.cpp's own
+// noise: KL divergence over the compact golden tests/data/eval/gemma3_270m_kld_golden.json
+// (scripts/goldens/make_gemma_kld_golden.py: llama.cpp's top-32 log-probabilities at 510 scored
+// positions of two 512-token chunks, and its own -ub 8 vs default divergence on the same
+// positions and support — "the floor").
+//
+// The divergence is computed over the golden's support: each of its 32 ids plus one bin for
+// the rest of the mass, for ours exactly as the script computed it for llama.cpp's floor. The
+// check fails where the default CPU path drifts above that floor by more than the estimate's
+// own spread allows (bench/fidelity.py gives the whole-vocabulary table).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/real_model.h"
+#include "geniex/geniex.hpp"
+
+namespace geniex {
+namespace {
+
+nlohmann::json golden() {
+  const char* root = std::getenv("GENIEX_SOURCE_DIR");
+  std::ifstream in(std::string(root ? root : ".") + "/tests/data/eval/gemma3_270m_kld_golden.json");
+  EXPECT_TRUE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+struct Divergence {
+  double mean_kld = 0;
+  double se_kld = 0;  // standard error of the mean
+  double same_top = 0;
+  int64_t n = 0;
+};
+
+// KL(base || ours) over bins {ids} + {rest}, per position, from our full logits row.
+double support_kld(const float* logits, size_t n_vocab, const std::vector<int32_t>& ids,
+                   const std::vector<double>& base_lp) {
+  float max_logit = logits[0];
+  for (size_t i = 1; i < n_vocab; ++i) max_logit = std::max(max_logit, logits[i]);
+  double sum = 0;
+  for (size_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(logits[i]) - max_logit);
+  const double lse = max_logit + std::log(sum);
+  double kld = 0, pb_sum = 0, pq_sum = 0;
+  for (size_t k = 0; k < ids.size(); ++k) {
+    const double pb = std::exp(base_lp[k]);
+    const double lq = logits[static_cast<size_t>(ids[k])] - lse;
+    kld += pb * (base_lp[k] - lq);
+    pb_sum += pb;
+    pq_sum += std::exp(lq);
+  }
+  const double rb = std::max(1e-12, 1 - pb_sum), rq = std::max(1e-12, 1 - pq_sum);
+  return kld + rb * (std::log(rb) - std::log(rq));
+}
+
+Divergence measure(Model& model, const nlohmann::json& g) {
+  const auto n_ctx = g.at("n_ctx").get<int32_t>();
+  const auto n_vocab = static_cast<size_t>(g.at("n_vocab").get<int32_t>());
+  const auto& positions = g.at("positions");
+  Divergence d;
+  double sum = 0, sum2 = 0;
+  int64_t same = 0;
+  size_t p = 0;
+  const auto n_chunks = static_cast<int32_t>(g.at("chunks").size());
+  for (int32_t c = 0; c < n_chunks; ++c) {
+    auto toks = g.at("chunks")[static_cast<size_t>(c)].get<std::vector<int32_t>>();
+    if (model.info().add_bos) toks[0] = model.info().bos_token;  // as llama-perplexity does
+    const int32_t first = n_ctx / 2;
+    auto logits = model.logits(toks, first);
+    EXPECT_TRUE(logits.ok()) << logits.status().to_string();
+    if (!logits.ok()) return d;
+    for (; p < positions.size() && positions[p].at("chunk").get<int32_t>() == c; ++p) {
+      const auto& pos = positions[p];
+      const auto row = static_cast<size_t>(pos.at("pos").get<int32_t>() - first);
+      const float* l = logits->data() + row * n_vocab;
+      const auto ids = pos.at("ids").get<std::vector<int32_t>>();
+      const auto lp = pos.at("logprobs").get<std::vector<double>>();
+      const double k = support_kld(l, n_vocab, ids, lp);
+      sum += k;
+      sum2 += k * k;
+      same += (std::max_element(l, l + n_vocab) - l) == ids[0];
+      ++d.n;
+    }
+  }
+  d.mean_kld = sum / static_cast<double>(d.n);
+  const double var = sum2 / static_cast<double>(d.n) - d.mean_kld * d.mean_kld;
+  d.se_kld = std::sqrt(std::max(0.0, var) / static_cast<double>(d.n - 1));
+  d.same_top = static_cast<double>(same) / static_cast<double>(d.n);
+  return d;
+}
+
+TEST(GemmaKld, DefaultCpuPathIsInsideLlamaCppNoise) {
+  const auto g = golden();
+  auto model = ModelBuilder(testing_paths::real_model_path())
+                   .with_device(Device::cpu())
+                   .with_context_size(g.at("n_ctx").get<int32_t>())
+                   .with_threads(2)
+                   .build();
+  ASSERT_TRUE(model.ok()) << model.status().to_string();
+  ASSERT_EQ(model->info().n_vocab, g.at("n_vocab").get<int32_t>());
+  const Divergence d = measure(*model, g);
+  ASSERT_EQ(d.n, static_cast<int64_t>(g.at("positions").size()));
+  const auto& floor = g.at("floor");
+  const double floor_kld = floor.at("support_kld").get<double>();
+  const double floor_top = floor.at("same_top").get<double>();
+  std::printf(
+      "GenieX vs llama.cpp (support KLD over top-%d + rest, %lld positions): %.6f ± %.6f, "
+      "same top %.2f %%; llama.cpp's floor (-ub 8 vs default): %.6f, %.2f %%\n",
+      g.at("top_k").get<int>(), static_cast<long long>(d.n), d.mean_kld, d.se_kld, 100 * d.same_top,
+      floor_kld, 100 * floor_top);
+  // Inside the floor up to two standard errors of our own estimate (the floor's is alike): a
+  // kernel that moves the model off llama.cpp's numerics shows as a multiple of it.
+  EXPECT_LE(d.mean_kld, floor_kld + 2 * d.se_kld);
+  // Same-top: a binomial over 510 positions has a standard error of ~1 point.
+  EXPECT_GE(d.same_top, floor_top - 0.02);
+}
+
+}  // namespace
+}  // namespace geniex
