@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -61,10 +62,16 @@ double encode_log_probs(std::span<const float> logits, int32_t token, std::span<
 Result<KldBaseReader> KldBaseReader::open(const std::string& path) {
   auto mf = MappedFile::open(path);
   if (!mf.ok()) return mf.status();
+  auto file = std::make_shared<MappedFile>(std::move(mf).value());
+  GENIEX_ASSIGN_OR_RETURN(KldBaseReader r, parse(file->bytes(), path));
+  r.file_ = std::move(file);
+  return r;
+}
+
+Result<KldBaseReader> KldBaseReader::parse(std::span<const uint8_t> bytes,
+                                           const std::string& source) {
   KldBaseReader r;
-  r.file_ = std::make_shared<MappedFile>(std::move(mf).value());
-  const auto bytes = r.file_->bytes();
-  const std::string name = "KL-divergence base file " + path;
+  const std::string name = "KL-divergence base file " + source;
   if (bytes.size() < static_cast<size_t>(kHeaderBytes) ||
       std::memcmp(bytes.data(), kKldMagic, sizeof(kKldMagic)) != 0) {
     return data_loss(name + " is not a log-probability file (no \"_logits_\" header)");
@@ -78,7 +85,11 @@ Result<KldBaseReader> KldBaseReader::open(const std::string& path) {
                      ", n_vocab " + std::to_string(n_vocab) + ", chunks " +
                      std::to_string(n_chunk));
   }
-  const int64_t want = kld_file_bytes(n_ctx, n_vocab, n_chunk);
+  // The header's three fields may multiply past 2^63: estimate in double first.
+  const double approx = 20.0 + 4.0 * n_ctx * n_chunk +
+                        2.0 * static_cast<double>(row_words(n_vocab)) *
+                            static_cast<double>(scored_per_chunk(n_ctx)) * n_chunk;
+  const int64_t want = approx > 4e18 ? INT64_MAX : kld_file_bytes(n_ctx, n_vocab, n_chunk);
   if (static_cast<int64_t>(bytes.size()) != want) {
     return data_loss(name + " is " + std::to_string(bytes.size()) + " bytes but its header (" +
                      std::to_string(n_chunk) + " chunks of " + std::to_string(n_ctx) +

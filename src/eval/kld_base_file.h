@@ -45,6 +45,9 @@ class KldBaseReader {
   /// kNotFound / kIoError if the file cannot be opened; kDataLoss for a file that is not a
   /// base file, has impossible dimensions, or is shorter or longer than its header says.
   static Result<KldBaseReader> open(const std::string& path);
+  /// The same checks over bytes the caller keeps alive for the reader's lifetime; `name` is
+  /// used in messages.
+  static Result<KldBaseReader> parse(std::span<const uint8_t> bytes, const std::string& name);
 
   [[nodiscard]] int32_t n_ctx() const { return n_ctx_; }
   [[nodiscard]] int32_t n_vocab() const { return n_vocab_; }

@@ -180,6 +180,15 @@ TEST(KldBaseFile, BadFilesAreRefusedWithTheirCause) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("impossible"), std::string::npos);
 
+  auto huge = good;  // dimensions whose product overflows 64 bits
+  const int32_t big = 1 << 24;
+  std::memcpy(huge.data() + 8, &big, 4);
+  std::memcpy(huge.data() + 12, &big, 4);
+  std::memcpy(huge.data() + 16, &big, 4);
+  r = KldBaseReader::open(write("huge", huge));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDataLoss);
+
   EXPECT_FALSE(KldBaseReader::open(write("empty", {})).ok());
   EXPECT_EQ(KldBaseReader::open(dir.file("missing")).status().code(), StatusCode::kNotFound);
 }
