@@ -7,10 +7,23 @@
 
 #include <cstdlib>
 
-#include "backends/npu/npu_test_util.h"
+#include "conformance/compare.h"
+#include "conformance/problem.h"
 
 namespace geniex::backends::npu_test {
 namespace {
+
+using namespace conformance;  // NOLINT(build/namespaces): Problem, run_problem, nmse
+
+// The reference plugin as a Backend, opened with `config`.
+std::unique_ptr<Backend> ref_npu(const std::string& config = {}, size_t max_cached_graphs = 16) {
+  NpuOptions o;
+  o.config = config;
+  o.max_cached_graphs = max_cached_graphs;
+  auto b = make_npu_backend(std::filesystem::path(GENIEX_NPU_REF_PLUGIN), o);
+  EXPECT_TRUE(b.ok()) << b.status().to_string();
+  return b.ok() ? std::move(*b) : nullptr;
+}
 
 using graph::make_desc;
 using graph::NodeId;
@@ -20,19 +33,20 @@ using graph::OpParams;
 constexpr GgmlType kF32 = GgmlType::kF32;
 
 // x [k, tokens] -> matmul with a Q8_0 [k, n] weight -> silu.
-std::unique_ptr<Case> small_graph(int32_t tokens, int64_t k = 64, int64_t n = 32,
-                                  uint32_t seed = 1) {
-  auto c = std::make_unique<Case>();
+std::unique_ptr<Problem> small_graph(int32_t tokens, int64_t k = 64, int64_t n = 32,
+                                     uint32_t seed = 1) {
+  auto c = std::make_unique<Problem>();
+  c->seed = seed;
   c->g.set_batch_tokens(tokens);
-  const NodeId w = c->weight(GgmlType::kQ8_0, k, n, seed);
-  const NodeId x = c->rand(make_desc(kF32, k, tokens), seed + 1);
-  c->out = op(c->g, OpKind::kSilu, {op(c->g, OpKind::kMatMul, {w, x}, {}, "mm")}, {}, "act");
+  const NodeId w = c->weight(GgmlType::kQ8_0, k, n);
+  const NodeId x = c->input(make_desc(kF32, k, tokens).ne);
+  c->out = add(c->g, OpKind::kSilu, {add(c->g, OpKind::kMatMul, {w, x}, {}, "mm")}, {}, "act");
   return c;
 }
 
-void expect_matches_reference(Backend& npu, const Case& c) {
-  const Outcome a = run_case(&npu, c);
-  const Outcome r = run_case(nullptr, c);
+void expect_matches_reference(Backend& npu, const Problem& c) {
+  const Outcome a = run_problem(c, &npu);
+  const Outcome r = run_problem(c, nullptr);
   ASSERT_TRUE(a.status.ok()) << a.status.to_string();
   ASSERT_TRUE(r.status.ok()) << r.status.to_string();
   EXPECT_LE(nmse(a.out, r.out), 1e-3);
@@ -48,18 +62,18 @@ TEST(NpuBackend, NameAndKind) {
 TEST(NpuBackend, SupportsAnswersFromTheCaps) {
   auto npu = ref_npu();
   ASSERT_NE(npu, nullptr);
-  Case c;
+  Problem c;
   c.g.set_batch_tokens(1);
-  const NodeId table = c.weight(GgmlType::kQ8_0, 64, 10, 1);
-  const NodeId emb = op(c.g, OpKind::kEmbedding, {table, c.i32({3}, "ids")});
+  const NodeId table = c.weight(GgmlType::kQ8_0, 64, 10);
+  const NodeId emb = add(c.g, OpKind::kEmbedding, {table, c.ints({3}, "ids")});
   OpParams cap;
   cap.scale = 30.0f;
-  const NodeId softcap = op(c.g, OpKind::kSoftcap, {emb}, cap);
-  const NodeId w = c.weight(GgmlType::kQ4_K, 256, 8, 2);
-  const NodeId mm = op(c.g, OpKind::kMatMul, {w, c.rand(make_desc(kF32, 256), 3)});
+  const NodeId softcap = add(c.g, OpKind::kSoftcap, {emb}, cap);
+  const NodeId w = c.weight(GgmlType::kQ4_K, 256, 8);
+  const NodeId mm = add(c.g, OpKind::kMatMul, {w, c.input(make_desc(kF32, 256).ne)});
   const NodeId q8state = c.g.add_state(make_desc(GgmlType::kQ8_0, 32, 1, 4), "kq8");
-  const NodeId cw = op(c.g, OpKind::kCacheWrite,
-                       {q8state, c.rand(make_desc(kF32, 32, 1, 1), 4), c.i32({0}, "slot")});
+  const NodeId cw = add(c.g, OpKind::kCacheWrite,
+                        {q8state, c.input(make_desc(kF32, 32, 1, 1).ne), c.ints({0}, "slot")});
 
   EXPECT_EQ(npu->supports(c.g, table).level, Support::kNative);  // leaves need nothing
   EXPECT_EQ(npu->supports(c.g, mm).level, Support::kNative);
@@ -83,18 +97,18 @@ TEST(NpuBackend, UnsupportedGraphsAreUnimplementedAndTheBackendStaysUsable) {
   auto npu = ref_npu();
   ASSERT_NE(npu, nullptr);
   {
-    Case c;
+    Problem c;
     c.g.set_batch_tokens(1);
-    const NodeId table = c.weight(GgmlType::kF16, 64, 10, 1);
-    c.out = op(c.g, OpKind::kEmbedding, {table, c.i32({3}, "ids")}, {}, "embd");
-    const Outcome o = run_case(npu.get(), c);
+    const NodeId table = c.weight(GgmlType::kF16, 64, 10);
+    c.out = add(c.g, OpKind::kEmbedding, {table, c.ints({3}, "ids")}, {}, "embd");
+    const Outcome o = run_problem(c, npu.get());
     EXPECT_EQ(o.status.code(), StatusCode::kUnimplemented);
     EXPECT_NE(o.status.message().find("'embd' (Embedding)"), std::string::npos)
         << o.status.message();
   }
   {
     auto c = small_graph(64);
-    const Outcome o = run_case(npu.get(), *c);
+    const Outcome o = run_problem(*c, npu.get());
     EXPECT_EQ(o.status.code(), StatusCode::kUnimplemented);
     EXPECT_NE(o.status.message().find("{1, 128}"), std::string::npos) << o.status.message();
   }
@@ -105,7 +119,7 @@ TEST(NpuBackend, MemoryCapIsResourceExhausted) {
   auto npu = ref_npu("memory=256K");
   ASSERT_NE(npu, nullptr);
   auto big = small_graph(128, 1024, 512);  // 512 KiB of int8 weights alone
-  const Outcome o = run_case(npu.get(), *big);
+  const Outcome o = run_problem(*big, npu.get());
   EXPECT_EQ(o.status.code(), StatusCode::kResourceExhausted);
   EXPECT_NE(o.status.message().find("npu plugin 'ref' compile"), std::string::npos)
       << o.status.message();
@@ -128,7 +142,7 @@ TEST(NpuBackend, CompiledGraphsAreCachedAndEvicted) {
   auto no_evict = ref_npu("memory=64K", 4);
   ASSERT_NE(no_evict, nullptr);
   expect_matches_reference(*no_evict, *a);
-  const Outcome o = run_case(no_evict.get(), *b);  // a is still held: b does not fit
+  const Outcome o = run_problem(*b, no_evict.get());  // a is still held: b does not fit
   EXPECT_EQ(o.status.code(), StatusCode::kResourceExhausted) << o.status.to_string();
 }
 
@@ -140,19 +154,19 @@ TEST(NpuBackend, GraphsOfSeveralShapesShareTheirInt8Weights) {
   ASSERT_NE(npu, nullptr);
   auto prefill = small_graph(128, 1024, 512);
   auto decode = small_graph(1, 1024, 512);
-  decode->base.bind_weight(0, GgmlType::kQ8_0, prefill->weight_data[0]);  // node 0: the weight
+  decode->b.bind_weight(0, GgmlType::kQ8_0, prefill->bytes[0]);  // node 0: the weight
   expect_matches_reference(*npu, *prefill);
   expect_matches_reference(*npu, *decode);
   // Another host tensor of the same shape is not shared: it does not fit.
   auto other = small_graph(1, 1024, 512, 9);
-  EXPECT_EQ(run_case(npu.get(), *other).status.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(run_problem(*other, npu.get()).status.code(), StatusCode::kResourceExhausted);
   expect_matches_reference(*npu, *decode);  // and nothing was lost
 }
 
 TEST(NpuBackend, FailCompileKnob) {
   auto npu = ref_npu("fail_compile=1");
   ASSERT_NE(npu, nullptr);
-  const Outcome o = run_case(npu.get(), *small_graph(1));
+  const Outcome o = run_problem(*small_graph(1), npu.get());
   EXPECT_EQ(o.status.code(), StatusCode::kUnimplemented);
   EXPECT_NE(o.status.message().find("fail_compile"), std::string::npos) << o.status.message();
 
@@ -160,7 +174,7 @@ TEST(NpuBackend, FailCompileKnob) {
   auto env = ref_npu();
   unsetenv("GENIEX_NPU_REF_FAIL_COMPILE");
   ASSERT_NE(env, nullptr);
-  EXPECT_EQ(run_case(env.get(), *small_graph(1)).status.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(run_problem(*small_graph(1), env.get()).status.code(), StatusCode::kUnimplemented);
 }
 
 TEST(NpuBackend, FailExecuteKnobIsResourceExhaustedOnce) {
@@ -173,7 +187,7 @@ TEST(NpuBackend, FailExecuteKnobIsResourceExhaustedOnce) {
     ASSERT_NE(npu, nullptr);
     auto c = small_graph(1);
     expect_matches_reference(*npu, *c);
-    const Outcome o = run_case(npu.get(), *c);
+    const Outcome o = run_problem(*c, npu.get());
     EXPECT_EQ(o.status.code(), StatusCode::kResourceExhausted);
     EXPECT_NE(o.status.message().find("npu plugin 'ref' execute: execute #2 fails"),
               std::string::npos)
@@ -185,29 +199,29 @@ TEST(NpuBackend, FailExecuteKnobIsResourceExhaustedOnce) {
 TEST(NpuBackend, HooksRunInNodeOrderBeforeExecutionAndMayFillInputs) {
   auto npu = ref_npu();
   ASSERT_NE(npu, nullptr);
-  Case c;
+  Problem c;
   c.g.set_batch_tokens(1);
-  const NodeId x = c.rand(make_desc(kF32, 8, 4), 1);
-  const NodeId idx = c.i32({0}, "idx");  // the hook sets the row to read
-  const NodeId rows = op(c.g, OpKind::kGetRows, {x, idx});
-  c.out = op(c.g, OpKind::kScale, {rows});
+  const NodeId x = c.input(make_desc(kF32, 8, 4).ne);
+  const NodeId idx = c.ints({0}, "idx");  // the hook sets the row to read
+  const NodeId rows = add(c.g, OpKind::kGetRows, {x, idx});
+  c.out = add(c.g, OpKind::kScale, {rows});
   std::vector<NodeId> order;
-  c.base.add_hook(c.out, [&] {
+  c.b.add_hook(c.out, [&] {
     order.push_back(c.out);
     return Status{};
   });
-  c.base.add_hook(rows, [&] {
+  c.b.add_hook(rows, [&] {
     order.push_back(rows);
-    c.i32_data[0][0] = 3;
+    c.i32[0][0] = 3;
     return Status{};
   });
-  const Outcome o = run_case(npu.get(), c);
+  const Outcome o = run_problem(c, npu.get());
   ASSERT_TRUE(o.status.ok()) << o.status.to_string();
   EXPECT_EQ(order, (std::vector<NodeId>{rows, c.out}));
-  for (int e = 0; e < 8; ++e) EXPECT_EQ(o.out[e], c.f32_data[0][3 * 8 + e]);
+  for (int e = 0; e < 8; ++e) EXPECT_EQ(o.out[e], c.f32[0][3 * 8 + e]);
 
-  c.base.add_hook(rows, [] { return resource_exhausted("page-in failed"); });
-  const Outcome f = run_case(npu.get(), c);
+  c.b.add_hook(rows, [] { return resource_exhausted("page-in failed"); });
+  const Outcome f = run_problem(c, npu.get());
   EXPECT_EQ(f.status.code(), StatusCode::kResourceExhausted);
 }
 
@@ -215,13 +229,13 @@ TEST(NpuBackend, RunTimeErrorsAreStatuses) {
   auto npu = ref_npu();
   ASSERT_NE(npu, nullptr);
   {  // a slot outside the state
-    Case c;
+    Problem c;
     c.g.set_batch_tokens(1);
-    const NodeId st = c.state(make_desc(GgmlType::kF16, 8, 1, 4), 1);
-    c.out = op(c.g, OpKind::kScale,
-               {op(c.g, OpKind::kGetRows, {c.rand(make_desc(kF32, 8, 1), 2), c.i32({0})})});
-    op(c.g, OpKind::kCacheWrite, {st, c.rand(make_desc(kF32, 8, 1, 1), 3), c.i32({9}, "slot")});
-    const Outcome o = run_case(npu.get(), c);
+    const NodeId st = c.state(make_desc(GgmlType::kF16, 8, 1, 4));
+    c.out = add(c.g, OpKind::kScale,
+                {add(c.g, OpKind::kGetRows, {c.input(make_desc(kF32, 8, 1).ne), c.ints({0})})});
+    add(c.g, OpKind::kCacheWrite, {st, c.input(make_desc(kF32, 8, 1, 1).ne), c.ints({9}, "slot")});
+    const Outcome o = run_problem(c, npu.get());
     EXPECT_EQ(o.status.code(), StatusCode::kOutOfRange) << o.status.to_string();
     EXPECT_EQ(o.states[0], c.states[0].bytes);  // nothing written
   }

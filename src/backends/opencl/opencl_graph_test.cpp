@@ -7,7 +7,7 @@
 #include <fstream>
 #include <numeric>
 
-#include "backends/opencl/opencl_test_util.h"
+#include "backends/opencl/opencl_shared_backend.h"
 #include "core/fp16.h"
 
 namespace geniex::backends::opencl_test {
@@ -27,7 +27,7 @@ OpParams reshape_to(int64_t a, int64_t b, int64_t c = 1) {
 // cache of kRows slots; the batch of kT tokens is written at slots 5.. (positions 5..).
 struct LayerGraph {
   static constexpr int64_t kE = 64, kD = 32, kHq = 2, kHkv = 1, kT = 3, kRows = 16;
-  Case c;
+  Problem c;
   NodeId k_state = 0, v_state = 0, attn = 0, out = 0;
   std::vector<uint8_t> k_host, v_host;  // the KV cache bytes (F16)
 
@@ -238,7 +238,7 @@ TEST(OpenclGraph, ProgramCacheHitAndCorruptFileIsRebuilt) {
   ASSERT_TRUE(third);
   EXPECT_FALSE(opencl_stats(*third)->program_from_cache);
   EXPECT_TRUE(opencl_stats(*third)->program_cache_written);
-  Case c;  // and it runs
+  Problem c;  // and it runs
   const NodeId y = c.op(OpKind::kSilu, {c.input({40, 3, 1, 1})});
   EXPECT_LE(compare(c, y, "silu after a corrupt cache", *third), 1e-5);
   third.reset();
@@ -253,7 +253,7 @@ TEST(OpenclGraph, DisabledOpsAreUnsupportedAndTheBackendStaysUsable) {
   o.disabled_ops = {OpKind::kGlu};
   auto b = make(o);
   ASSERT_TRUE(b);
-  Case c;
+  Problem c;
   const NodeId x = c.input({16, 2, 1, 1});
   const NodeId g = c.op(OpKind::kGlu, {x, x});
   const OpSupport s = b->supports(c.g, g);
@@ -265,7 +265,7 @@ TEST(OpenclGraph, DisabledOpsAreUnsupportedAndTheBackendStaysUsable) {
   EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
   EXPECT_NE(st.message().find("disabled by options"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("node " + std::to_string(g)), std::string::npos) << st.message();
-  Case ok;
+  Problem ok;
   const NodeId y = ok.op(OpKind::kGelu, {ok.input({16, 2, 1, 1})});
   EXPECT_LE(compare(ok, y, "gelu after a disabled op", *b), 1e-5);
 }
@@ -276,7 +276,7 @@ TEST(OpenclGraph, MemoryLimitIsResourceExhaustedAndTheBackendStaysUsable) {
   o.memory_limit_bytes = 1 << 20;
   auto b = make(o);
   ASSERT_TRUE(b);
-  Case big;  // a 2 MiB F32 weight
+  Problem big;  // a 2 MiB F32 weight
   const NodeId y =
       big.op(OpKind::kMatMul, {big.weight(GgmlType::kF32, 512, 1024), big.input({512, 1, 1, 1})});
   std::vector<float> out(1024);
@@ -285,13 +285,13 @@ TEST(OpenclGraph, MemoryLimitIsResourceExhaustedAndTheBackendStaysUsable) {
   EXPECT_EQ(s.code(), StatusCode::kResourceExhausted) << s.to_string();
   EXPECT_NE(s.message().find("memory limit"), std::string::npos) << s.message();
   EXPECT_LE(opencl_stats(*b)->device_bytes_in_use, o.memory_limit_bytes);
-  Case small;
+  Problem small;
   const NodeId z = small.op(OpKind::kMatMul,
                             {small.weight(GgmlType::kQ8_0, 64, 32), small.input({64, 3, 1, 1})});
   EXPECT_LE(compare(small, z, "matmul after running out of memory", *b), 1e-3);
   // Two graphs whose buffers (512 KiB each) do not fit together: the older plan is dropped.
   for (int i = 0; i < 2; ++i) {
-    Case c;
+    Problem c;
     const NodeId y2 = c.op(OpKind::kSilu, {c.input({64 * 1024, 1, 1, 1})});
     EXPECT_LE(compare(c, y2, "silu 256 KiB, plan " + std::to_string(i), *b), 1e-5);
     EXPECT_LE(opencl_stats(*b)->device_bytes_in_use, o.memory_limit_bytes);
@@ -300,7 +300,7 @@ TEST(OpenclGraph, MemoryLimitIsResourceExhaustedAndTheBackendStaysUsable) {
 
 TEST(OpenclGraph, BadBindingsAreInvalidArgumentsNamingTheNode) {
   Backend& b = shared_backend();
-  Case c;
+  Problem c;
   const NodeId x = c.input({8, 2, 1, 1});
   const NodeId lonely = c.g.add_input(graph::make_desc(GgmlType::kF32, 8, 2), "unbound");
   const NodeId y = c.op(OpKind::kAdd, {x, lonely});

@@ -1,0 +1,105 @@
+// The conformance suite's backends. CPU: one entry per ISA level of this build's family; a
+// process runs at the level GENIEX_ISA selects (detect_isa() is fixed per process), so CMake
+// registers the suite once per level with GENIEX_ISA set and a filter on the entry's name.
+#include "conformance/backends.h"
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/isa.h"
+#include "backends/npu/npu_backend.h"
+#ifdef GENIEX_CONFORMANCE_OPENCL
+#include "backends/opencl/opencl_backend.h"
+#endif
+
+namespace geniex::conformance {
+namespace {
+
+using Instances = std::vector<std::unique_ptr<backends::Backend>>;
+
+BackendEntry cpu_entry(cpu::Isa isa) {
+  BackendEntry e;
+  e.name = "cpu_" + std::string(cpu::isa_name(isa));
+  e.family = "cpu";
+  e.not_here = [isa]() -> std::string {
+    if (!cpu::isa_available(isa)) {
+      return std::string(cpu::isa_name(isa)) + " is not available on this CPU";
+    }
+    if (cpu::detect_isa() != isa) {
+      return "this process runs the CPU kernels at " +
+             std::string(cpu::isa_name(cpu::detect_isa())) +
+             " (run with GENIEX_ISA=" + std::string(cpu::isa_name(isa)) + ")";
+    }
+    return {};
+  };
+  e.make = []() -> Result<Instances> {
+    Instances out;
+    for (int threads : {1, 3}) {
+      GENIEX_ASSIGN_OR_RETURN(auto b,
+                              backends::make_cpu_backend(backends::CpuBackendOptions{threads}));
+      out.push_back(std::move(b));
+    }
+    return out;
+  };
+  return e;
+}
+
+std::vector<BackendEntry> make_entries() {
+  std::vector<BackendEntry> out;
+#if defined(__x86_64__) || defined(_M_X64)
+  for (auto isa : {cpu::Isa::kScalar, cpu::Isa::kSse4, cpu::Isa::kAvx2, cpu::Isa::kAvx512,
+                   cpu::Isa::kAvx512Vnni}) {
+    out.push_back(cpu_entry(isa));
+  }
+#elif defined(__aarch64__)
+  for (auto isa :
+       {cpu::Isa::kScalar, cpu::Isa::kNeon, cpu::Isa::kNeonDotprod, cpu::Isa::kNeonI8mm}) {
+    out.push_back(cpu_entry(isa));
+  }
+#else
+  out.push_back(cpu_entry(cpu::Isa::kScalar));
+#endif
+#ifdef GENIEX_CONFORMANCE_OPENCL
+  {
+    BackendEntry e;
+    e.name = "opencl";
+    e.family = "opencl";
+    e.not_here = [] { return std::string(); };
+    e.make = []() -> Result<Instances> {
+      backends::OpenclBackendOptions o;
+      // Kept across test processes (ctest runs each case alone): only the first compiles.
+      o.program_cache_dir = ::testing::TempDir() + "geniex_opencl_shared";
+      GENIEX_ASSIGN_OR_RETURN(auto b, backends::make_opencl_backend(o));
+      Instances v;
+      v.push_back(std::move(b));
+      return v;
+    };
+    out.push_back(std::move(e));
+  }
+#endif
+  {
+    BackendEntry e;
+    e.name = "npu_ref";
+    e.family = "npu_ref";
+    e.target.static_tokens = {1, 128};
+    e.not_here = [] { return std::string(); };
+    e.make = []() -> Result<Instances> {
+      backends::NpuOptions o;
+      o.max_cached_graphs = 16;
+      GENIEX_ASSIGN_OR_RETURN(
+          auto b, backends::make_npu_backend(std::filesystem::path(GENIEX_NPU_REF_PLUGIN), o));
+      Instances v;
+      v.push_back(std::move(b));
+      return v;
+    };
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<BackendEntry>& all_backends() {
+  static const std::vector<BackendEntry> entries = make_entries();
+  return entries;
+}
+
+}  // namespace geniex::conformance

@@ -1,0 +1,183 @@
+// THE tolerance table of the conformance suite: every (backend family, subject, dtype) that a
+// backend runs, the metric and bound its output must meet against graph::run_reference, and why
+// it is not exact where it is not. Families: "cpu" (every ISA level), "opencl", "npu_ref" (the
+// reference NPU plugin). No row: the backend must answer kUnsupported. A row with a variant
+// applies to the problems tagged with it (problems_*.cpp), overriding the plain row.
+#include "conformance/tolerance.h"
+
+#include <initializer_list>
+
+namespace geniex::conformance {
+namespace {
+
+using T = GgmlType;
+
+// A set of dtypes as a bit mask over GGUF type ids.
+using Types = uint64_t;
+constexpr Types types(std::initializer_list<T> ts) {
+  Types m = 0;
+  for (T t : ts) m |= Types{1} << static_cast<uint32_t>(t);
+  return m;
+}
+constexpr Types kAny = ~Types{0};
+constexpr Types kF32 = types({T::kF32});
+constexpr Types kF32F16 = types({T::kF32, T::kF16});
+constexpr Types kKv = types({T::kF32, T::kF16, T::kQ8_0, T::kQ4_0});
+// The OpenCL backend's weight types (README "Numerics").
+constexpr Types kClBlocks =
+    types({T::kQ4_0, T::kQ5_0, T::kQ8_0, T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kIQ4_NL});
+constexpr Types kClFloats = types({T::kF16, T::kBF16});
+
+struct Row {
+  std::string_view family, subject;
+  Types dtypes;
+  std::string_view variant;
+  Metric metric;
+  double bound;
+  std::string_view why;
+  double min_error = 0.0;
+};
+
+constexpr auto kExact = Metric::kBitExact;
+constexpr auto kMaxRel = Metric::kMaxRel;
+constexpr auto kNmse = Metric::kNmse;
+constexpr auto kGelu = Metric::kGeluF16;
+
+// clang-format off
+const Row kRows[] = {
+  // ---- cpu: every ISA level (scalar, SSE4, AVX2, AVX-512 (VNNI); NEON, dotprod, i8mm) -------
+  {"cpu", "MatMul", kAny, "", kMaxRel, 1e-5,
+   "SIMD dots over activations quantized as the reference quantizes them; only float summation "
+   "order differs from quant::vec_dot_ref"},
+  {"cpu", "MatMul", kAny, "zeros", kExact, 0, ""},
+  {"cpu", "Embedding", kAny, "", kMaxRel, 1e-6,
+   "rows dequantized by the scalar reference (or unpacked from a packed copy); in practice "
+   "bit-identical"},
+  {"cpu", "RmsNorm", kF32F16, "", kMaxRel, 1e-6, "the reference's row kernel; in practice exact"},
+  {"cpu", "Rope", kF32, "", kMaxRel, 1e-6, "cos / sin tables of the reference's angles"},
+  {"cpu", "Rope", kF32, "shared tables", kExact, 0,
+   "one table per (positions, parameters, factors node) per run, computed as the reference does"},
+  {"cpu", "Attention", types({T::kF32, T::kQ8_0, T::kQ4_0}), "", kMaxRel, 1e-5,
+   "f32 dots and SIMD exp vs the reference's doubles (Q8_0 / Q4_0: both follow ggml's flash "
+   "attention, q quantized to Q8_0; only summation order differs)"},
+  {"cpu", "Attention", types({T::kF16}), "", kMaxRel, 3e-3,
+   "q and the probabilities rounded to f16 against an f16 cache (2^-11 each), as ggml does so "
+   "that greedy output tracks llama.cpp; the reference keeps them exact"},
+  {"cpu", "CacheWrite", kKv, "", kExact, 0, "the same conversion (quant::quantize_row, f16 RNE)"},
+  {"cpu", "Softmax", kF32, "", kMaxRel, 1e-6, "f32 exp vs double"},
+  {"cpu", "Silu", kF32, "", kMaxRel, 1e-6, "SIMD sigmoid, a few ULP from ref::silu"},
+  {"cpu", "Scale", kF32, "", kMaxRel, 1e-6, "one multiply; in practice exact"},
+  {"cpu", "Softcap", kF32, "", kMaxRel, 1e-6, "f32 tanh vs double"},
+  {"cpu", "Gelu", kF32, "", kGelu, 1.5e-3,
+   "ggml's GELU: x rounded to f16, looked up in an f16 table; two 2^-11 roundings, |gelu'| < "
+   "1.13, so |err| <= 2.13 * 2^-11 * |x|"},
+  {"cpu", "Glu", kF32, "", kMaxRel, 1e-6, "SwiGLU: SIMD sigmoid"},
+  {"cpu", "Glu", kF32, "gelu", kGelu, 1.5e-3, "GeGLU: ggml's f16 GELU table (see Gelu), times |up|"},
+  {"cpu", "Add", kF32F16, "", kMaxRel, 1e-6, "one add; in practice exact"},
+  {"cpu", "Mul", kF32F16, "", kMaxRel, 1e-6, "one multiply; in practice exact"},
+  {"cpu", "Reshape", kF32F16, "", kMaxRel, 1e-6, "a view; in practice exact"},
+  {"cpu", "GetRows", kF32, "", kMaxRel, 1e-6, "a copy; in practice exact"},
+  {"cpu", "DecoderBlock", kF32, "", kMaxRel, 1e-3,
+   "matmul and attention summation order through a block (measured ~3e-7)"},
+  {"cpu", "DecoderBlock", kF32, "state", kMaxRel, 1e-5, "cached k / v: matmul summation order"},
+  {"cpu", "DecoderBlock", types({T::kF16}), "", kMaxRel, 5e-2,
+   "q rounded to f16 before Q.K with unscaled random weights (scores ~50): probabilities move "
+   "by a few percent (measured 1.6e-2), which is ggml's behaviour"},
+  {"cpu", "DecoderBlock", types({T::kF16}), "state", kMaxRel, 1e-3,
+   "cached k / v: summation order plus one f16 rounding step"},
+  {"cpu", "TwoLayers", types({T::kF16}), "", kNmse, 5e-4,
+   "q and p rounded to f16 in attention over the f16 caches, through two layers (measured "
+   "5e-5..1e-4)"},
+  {"cpu", "TwoLayers", types({T::kF16}), "state", kNmse, 5e-4, "k / v from those layers"},
+
+  // ---- opencl (PoCL in CI; bounds are NMSE, measured values printed as "[ err ]") -----------
+  {"opencl", "MatMul", kF32, "", kNmse, 1e-5, "f32 work-group sums (measured ~1e-13)"},
+  {"opencl", "MatMul", kClFloats, "", kNmse, 1e-5,
+   "the reference rounds activations to F16 / BF16, the kernels keep them f32 (measured ~4e-8 "
+   "/ ~3e-6)"},
+  {"opencl", "MatMul", kClBlocks, "", kNmse, 1e-12,
+   "activations quantized to Q8_0 / Q8_K and integer block sums as the reference; only the order "
+   "of the per-block float terms differs (measured ~7e-15)"},
+  {"opencl", "MatMul", kClBlocks | kClFloats | kF32, "zeros", kExact, 0, ""},
+  {"opencl", "Embedding", kClBlocks | kClFloats | kF32, "", kExact, 0,
+   "dequantized in the reference's operation order"},
+  {"opencl", "RmsNorm", kF32F16, "", kNmse, 1e-5, "double sums with cl_khr_fp64 (0 on PoCL)"},
+  {"opencl", "RmsNorm", kF32, "gemma", kExact, 0, "fp64 sums, the reference's order"},
+  {"opencl", "Rope", kF32, "", kNmse, 1e-5, "angles in f32 on devices without fp64"},
+  {"opencl", "Rope", kF32, "gemma", kExact, 0, "host-built tables of the reference's angles"},
+  {"opencl", "Softmax", kF32, "", kNmse, 1e-5, "work-group sums"},
+  {"opencl", "Silu", kF32, "", kNmse, 1e-5, "device exp"},
+  {"opencl", "Scale", kF32, "", kNmse, 1e-5, "one multiply"},
+  {"opencl", "Softcap", kF32, "", kNmse, 1e-5, "device tanh"},
+  {"opencl", "Gelu", kF32, "", kNmse, 1e-5, "device tanh"},
+  {"opencl", "Glu", kF32, "", kNmse, 1e-5, "device exp / tanh"},
+  {"opencl", "Add", kF32F16, "", kExact, 0, "one add (F16 converted exactly on upload)"},
+  {"opencl", "Mul", kF32F16, "", kExact, 0, "one multiply (F16 converted exactly on upload)"},
+  {"opencl", "Reshape", kF32F16, "", kExact, 0, "a view"},
+  {"opencl", "GetRows", kF32, "", kExact, 0, "a copy"},
+  {"opencl", "Attention", kF32F16, "", kNmse, 1e-5,
+   "F16: q and p rounded to f16 as the CPU backend / llama.cpp (measured ~8e-8)"},
+  {"opencl", "Attention", types({T::kQ8_0, T::kQ4_0}), "", kNmse, 1e-12,
+   "q quantized to Q8_0 and block dots as the reference; the online softmax order differs"},
+  {"opencl", "CacheWrite", kKv, "", kExact, 0, "F16 RNE on the device, Q8_0 / Q4_0 on the host"},
+  {"opencl", "TwoLayers", types({T::kF16}), "", kNmse, 5e-4,
+   "q and p rounded to f16 over the f16 caches as the CPU backend (measured 5e-5..1e-4)"},
+  {"opencl", "TwoLayers", types({T::kF16}), "state", kNmse, 5e-4, "k / v from those layers"},
+
+  // ---- npu_ref: the reference NPU plugin (static shapes T = 1 and 128, int8 matmuls) --------
+  {"npu_ref", "MatMul", kAny, "", kNmse, 1e-3,
+   "int8 weights per output row and int8 activations per token, int32 sums (measured ~1e-4); "
+   "it must differ from the reference a little (it really runs int8)", 1e-12},
+  {"npu_ref", "MatMul", kAny, "zeros", kExact, 0, ""},
+  {"npu_ref", "RmsNorm", kF32F16, "", kMaxRel, 1e-6, "f32 storage, the scalar reference ops"},
+  {"npu_ref", "Rope", kF32, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "Attention", kF32F16, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "CacheWrite", kF32F16, "", kExact, 0, "rounds as the reference (f16 RNE)"},
+  {"npu_ref", "Softmax", kF32, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "Silu", kF32, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "Scale", kF32, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "Gelu", kF32, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "Glu", kF32, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "Add", kF32F16, "", kMaxRel, 1e-6, "the scalar reference ops (F16 weights dequantized at compile)"},
+  {"npu_ref", "Mul", kF32F16, "", kMaxRel, 1e-6, "the scalar reference ops (F16 weights dequantized at compile)"},
+  {"npu_ref", "Reshape", kF32F16, "", kMaxRel, 1e-6, "the scalar reference ops (F16 weights dequantized at compile)"},
+  {"npu_ref", "GetRows", kF32, "", kMaxRel, 1e-6, "the scalar reference ops"},
+  {"npu_ref", "TwoLayers", types({T::kF16}), "", kNmse, 1e-3,
+   "int8 matmuls through two layers (measured ~3e-4)"},
+  {"npu_ref", "TwoLayers", types({T::kF16}), "state", kNmse, 1e-3, "k / v from int8 matmuls"},
+};
+// clang-format on
+
+const Row* find_row(std::string_view family, std::string_view subject, GgmlType dtype,
+                    std::string_view variant) {
+  const uint32_t id = static_cast<uint32_t>(dtype);
+  for (const Row& r : kRows) {
+    if (r.family == family && r.subject == subject && r.variant == variant && id < 64 &&
+        (r.dtypes >> id & 1) != 0) {
+      return &r;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view metric_name(Metric m) {
+  switch (m) {
+    case Metric::kBitExact: return "bit-exact";
+    case Metric::kMaxRel: return "max-rel";
+    case Metric::kNmse: return "nmse";
+    case Metric::kGeluF16: return "gelu-f16";
+  }
+  return "?";
+}
+
+std::optional<Tolerance> find_tolerance(std::string_view family, std::string_view subject,
+                                        GgmlType dtype, std::string_view variant) {
+  const Row* r = find_row(family, subject, dtype, variant);
+  if (r == nullptr && !variant.empty()) r = find_row(family, subject, dtype, {});
+  if (r == nullptr) return std::nullopt;
+  return Tolerance{r->metric, r->bound, r->min_error, r->why};
+}
+
+}  // namespace geniex::conformance
