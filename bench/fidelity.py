@@ -51,12 +51,18 @@ def parse_llama(out: str) -> dict:
             "ln_ratio": ratio[0], "ln_ratio_err": ratio[1], "ppl": val("Mean PPL(Q)")[0]}
 
 
-def run(cmd, env=None, timeout=3600):
+def run(cmd, env=None, timeout=3600, want=None):
+    """Runs cmd; with `want`, reruns (up to 5 times) while that text is missing from its output:
+    llama.cpp's log thread can lose the last lines at exit (llama.cpp issue 22142)."""
     t0 = time.monotonic()
-    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, timeout=timeout)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-3000:]}")
-    return r, time.monotonic() - t0
+    for _ in range(5):
+        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=env, timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(map(str, cmd))} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-3000:]}")
+        if want is None or want in r.stdout + r.stderr:
+            return r, time.monotonic() - t0
+        t0 = time.monotonic()
+    raise RuntimeError(f"{' '.join(map(str, cmd))} never printed {want!r}")
 
 
 def main() -> int:
@@ -79,12 +85,14 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="geniex-fidelity-") as tmp:
         base = pathlib.Path(tmp) / "base.kld"
         common = ["-m", a.model, "-c", a.ctx, "-t", a.threads]
-        _, secs = run([lp, *common, "-f", a.file, "--chunks", a.chunks, "--kl-divergence-base", base])
+        _, secs = run([lp, *common, "-f", a.file, "--chunks", a.chunks, "--kl-divergence-base", base],
+                      want="Final estimate")
         print(f"# base: llama-perplexity default settings, {a.chunks} chunks of {a.ctx} ({secs:.0f} s)",
               file=sys.stderr)
 
         def llama_row(name, *extra):
-            r, s = run([lp, *common, "--kl-divergence-base", base, "--kl-divergence", *extra])
+            r, s = run([lp, *common, "--kl-divergence-base", base, "--kl-divergence", *extra],
+                       want="Same top p:")
             results.append({"row": name, "tool": "llama.cpp", "args": " ".join(map(str, extra)),
                             "seconds": round(s, 1), **parse_llama(r.stdout + r.stderr)})
 

@@ -53,6 +53,16 @@ def coarse_kld(lp_base: np.ndarray, lp_q: np.ndarray, support: np.ndarray) -> np
     return (pb * (np.log(pb) - np.log(pq))).sum(1) + rb * (np.log(rb) - np.log(rq))
 
 
+def run_llama(cmd, want):
+    """Runs llama-perplexity, again while `want` is missing from its output: its log thread can
+    lose the last lines at exit (llama.cpp issue 22142)."""
+    for _ in range(5):
+        r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        if want in r.stdout + r.stderr:
+            return r.stdout + r.stderr
+    raise RuntimeError(f"{cmd[0]} never printed {want!r}")
+
+
 def llama_value(out: str, label: str) -> float:
     m = re.search(re.escape(label) + r"\s*:?\s*(-?[0-9.]+)", out)
     assert m, label
@@ -75,12 +85,10 @@ def main() -> int:
     common = [str(lp_bin), "-m", str(a.model), "-c", str(a.ctx), "-t", "2"]
     with tempfile.TemporaryDirectory(prefix="geniex-kld-golden-") as tmp:
         base, noisy = pathlib.Path(tmp) / "base.kld", pathlib.Path(tmp) / "ub8.kld"
-        r = subprocess.run(common + ["-f", str(a.file), "--chunks", str(a.chunks), "--kl-divergence-base", str(base)],
-                           capture_output=True, text=True, check=True)
-        ppl = llama_value(r.stdout + r.stderr, "Final estimate: PPL =")
-        r = subprocess.run(common + ["-ub", "8", "--kl-divergence-base", str(base), "--kl-divergence"],
-                           capture_output=True, text=True, check=True)
-        out = r.stdout + r.stderr
+        out = run_llama(common + ["-f", str(a.file), "--chunks", str(a.chunks), "--kl-divergence-base", str(base)],
+                        "Final estimate: PPL =")
+        ppl = llama_value(out, "Final estimate: PPL =")
+        out = run_llama(common + ["-ub", "8", "--kl-divergence-base", str(base), "--kl-divergence"], "Same top p:")
         floor_full = {"kld": llama_value(out, "Mean    KLD:"), "same_top": llama_value(out, "Same top p:") / 100,
                       "ln_ppl_ratio": llama_value(out, "Mean ln(PPL(Q)/PPL(base))")}
         subprocess.run(common + ["-ub", "8", "-f", str(a.file), "--chunks", str(a.chunks),
