@@ -87,6 +87,7 @@ TEST_P(Op, MatchesReference) {
     if (ins > 0) problems = make_problems(s, be.target);
     for (auto& pp : problems) {
       Problem& p = *pp;
+      if (p.heavy && ins + 1 < inst->size()) continue;  // the last (3 threads on the CPU)
       const std::string what = backend.name() + ": " + p.name;
       SCOPED_TRACE(what);
       std::string unsupported;
@@ -126,15 +127,17 @@ TEST_P(Op, MatchesReference) {
           }
         }
         check_states(be, s, p, got, want, r);
+        ref_states = want.states;
+        be_states = got.states;
+        if (p.heavy) continue;
         // The same run again on this instance gives the same bits (buffers and caches reused).
         const Outcome again = run_problem(p, &backend, &before);
         ASSERT_TRUE(again.status.ok()) << again.status.to_string();
         EXPECT_TRUE(again.out.size() == got.out.size() &&
-                    std::memcmp(again.out.data(), got.out.data(), got.out.size() * 4) == 0)
+                    (got.out.empty() ||
+                     std::memcmp(again.out.data(), got.out.data(), got.out.size() * 4) == 0))
             << r << ": a second run differs";
         EXPECT_TRUE(again.states == got.states) << r << ": a second run wrote other states";
-        ref_states = want.states;
-        be_states = got.states;
         if (run == p.extra_runs && p.min_error_over_fresh_states > 0) {
           std::vector<std::vector<uint8_t>> fresh;
           for (const auto& st : p.states) fresh.push_back(st.bytes);

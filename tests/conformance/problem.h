@@ -98,6 +98,9 @@ struct Problem {
   /// States after the run: "" = byte-identical to the reference's; else compared (dequantized)
   /// under the tolerance-table row of this variant (written from computed values).
   std::string state_variant;
+  /// Real-model sizes (Gemma 3 270M prefills): run on one instance only, without the repeat
+  /// run, so the suite stays fast under qemu and ASan.
+  bool heavy = false;
   uint32_t seed = 1;
 
   /// Sets the static token count of the graph (0: any).

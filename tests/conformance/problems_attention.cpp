@@ -299,6 +299,7 @@ ProblemList attention_problems(GgmlType t, const Target& tg) {
     for (int64_t tq : tg.tokens({1, 37, 256})) {
       auto c = std::make_unique<Problem>();
       c->name = "gemma d=256 4:1 T=" + std::to_string(tq);
+      c->heavy = tq > 1;
       if (tg.is_static()) c->tokens(tq);
       const int64_t d = 256, tk = 256;
       const NodeId q = c->input({d, 4, tq, 1}, 4.0f, "q");

@@ -22,8 +22,9 @@ std::string mm_name(int64_t k, int64_t n, int64_t m) {
 }
 
 void add_matmul(ProblemList& out, const Target& tg, GgmlType t, int64_t k, int64_t n, int64_t m,
-                std::string name, float sigma = 1.0f) {
+                std::string name, float sigma = 1.0f, bool heavy = false) {
   auto p = std::make_unique<Problem>();
+  p->heavy = heavy;
   p->name = std::move(name);
   p->seed = static_cast<uint32_t>(100 + n + 7 * m);
   if (tg.is_static()) p->tokens(m);
@@ -113,7 +114,8 @@ ProblemList matmul_problems(GgmlType t, const Target& tg) {
   for (const auto& gm : kGemmaMatMuls) {
     if (gm.type != t) continue;
     for (int64_t m : tg.tokens({1, 256})) {
-      add_matmul(out, tg, t, gm.k, gm.n, m, std::string(gm.what) + " M=" + std::to_string(m), 2.0f);
+      add_matmul(out, tg, t, gm.k, gm.n, m, std::string(gm.what) + " M=" + std::to_string(m), 2.0f,
+                 m > 1);
     }
   }
   return out;

@@ -47,6 +47,7 @@ ProblemList rms_norm_problems(GgmlType t, const Target& tg) {
       auto p = std::make_unique<Problem>();
       p->name = "gemma [" + std::to_string(ne[0]) + ", ...]";
       p->variant = "gemma";
+      p->heavy = true;
       const NodeId x = p->input(ne, 3.0f);
       OpParams prm;
       prm.eps = 1e-6f;
@@ -71,6 +72,7 @@ void add_rope(ProblemList& out, const Target& tg, int64_t d, int64_t nh, int64_t
               std::string variant = {}) {
   auto p = std::make_unique<Problem>();
   p->name = std::move(name);
+  p->heavy = t >= 256;
   p->variant = std::move(variant);
   if (tg.is_static()) p->tokens(t);
   const NodeId x = p->input({d, nh, t, 1});
