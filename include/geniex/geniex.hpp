@@ -304,6 +304,10 @@ class ModelBuilder {
   /// Folder searched for NPU plugins (libgeniex_npu_*.so). Default: $GENIEX_PLUGIN_DIR, else
   /// `plugins` beside or above the running executable's folder.
   ModelBuilder& with_plugin_dir(std::string dir);
+  /// Configuration string handed to every NPU plugin when it is created: `key=value` items
+  /// separated by ';', keys defined by the plugin (the reference plugin: `memory=64M`,
+  /// `fail_compile=1`, `fail_execute_at=N`). Default: empty.
+  ModelBuilder& with_npu_config(std::string config);
 
   /// Loads the model. Errors: missing/corrupt file, unknown architecture, missing tensors,
   /// unsupported weight types, memory exhausted — each with a message naming the cause.
@@ -323,6 +327,7 @@ class ModelBuilder {
   int32_t n_keep_ = 0;
   std::function<void(std::string_view)> log_;
   std::string plugin_dir_;
+  std::string npu_config_;
 };
 
 }  // namespace geniex

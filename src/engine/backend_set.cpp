@@ -111,7 +111,7 @@ Result<std::vector<std::unique_ptr<backends::Backend>>> make_backends(const Back
   if (kind == Device::Kind::kNpu || kind == Device::Kind::kAuto) {
     backends::NpuOptions no;
     no.plugin_dir = o.plugin_dir;
-    no.config = env("GENIEX_NPU_CONFIG");
+    no.config = o.npu_config;
     std::vector<std::string> notes;
     no.notes = &notes;
     auto npus = backends::make_npu_backends(no);

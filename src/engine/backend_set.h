@@ -18,6 +18,7 @@ struct BackendSetOptions {
   Device device = Device::automatic();
   int32_t n_threads = 0;
   std::string plugin_dir;  ///< NPU plugins folder; empty: the default folders
+  std::string npu_config;  ///< the plugins' config string (ModelBuilder::with_npu_config)
   std::function<void(const std::string&)> log;
 };
 
@@ -29,7 +30,7 @@ struct BackendSetOptions {
 ///   host), OpenCL GPU-type devices, then CPU.
 /// Debug/test knobs (environment): GENIEX_OPENCL_DEVICE (device filter), GENIEX_OPENCL_DISABLE
 /// (comma-separated op names the OpenCL backend reports unsupported), GENIEX_OPENCL_MEMORY_LIMIT
-/// (bytes), GENIEX_NPU_CONFIG (the plugins' config string).
+/// (bytes).
 Result<std::vector<std::unique_ptr<backends::Backend>>> make_backends(
     const BackendSetOptions& options);
 

@@ -117,10 +117,8 @@ TEST(EnginePlacement, ReferenceNpuAgreesWithTheCpuWithinItsInt8Bound) {
 }
 
 TEST(EnginePlacement, AnNpuThatRejectsTheGraphHandsItToTheCpuAndTheLogSaysSo) {
-  setenv("GENIEX_NPU_CONFIG", "fail_compile=1", 1);
   std::vector<std::string> log;
-  Model npu = load_on(tiny("llama"), Device::npu(), &log);
-  unsetenv("GENIEX_NPU_CONFIG");
+  Model npu = load_on(tiny("llama"), Device::npu(), &log, "fail_compile=1");
   Model cpu = load_on(tiny("llama"), Device::cpu());
   const auto toks = some_tokens(40, cpu.info().n_vocab);
   auto a = cpu.generate(std::span<const int32_t>(toks), greedy(12));
@@ -137,10 +135,8 @@ TEST(EnginePlacement, AnNpuThatRejectsTheGraphHandsItToTheCpuAndTheLogSaysSo) {
 TEST(EnginePlacement, AnNpuThatRunsOutOfMemoryMidRunFallsBackAndGenerationCompletes) {
   // The third execute fails as out of memory: the step re-runs on the CPU, later steps of that
   // shape stay there, and the answer completes.
-  setenv("GENIEX_NPU_CONFIG", "fail_execute_at=3", 1);
   std::vector<std::string> log;
-  Model npu = load_on(tiny("qwen2"), Device::npu(), &log);
-  unsetenv("GENIEX_NPU_CONFIG");
+  Model npu = load_on(tiny("qwen2"), Device::npu(), &log, "fail_execute_at=3");
   const auto toks = some_tokens(20, npu.info().n_vocab);
   auto g = npu.generate(std::span<const int32_t>(toks), greedy(16));
   ASSERT_TRUE(g.ok()) << g.status().to_string();

@@ -91,6 +91,11 @@ ModelBuilder& ModelBuilder::with_plugin_dir(std::string dir) {
   return *this;
 }
 
+ModelBuilder& ModelBuilder::with_npu_config(std::string config) {
+  npu_config_ = std::move(config);
+  return *this;
+}
+
 namespace {
 
 // "1,128" -> {1, 128} (ascending, each >= 1).
@@ -237,6 +242,7 @@ Result<Model> ModelBuilder::build() const {
   bso.device = device_;
   bso.n_threads = n_threads_;
   bso.plugin_dir = plugin_dir_;
+  bso.npu_config = npu_config_;
   bso.log = [log](const std::string& line) {
     if (log) log(line);
   };

@@ -72,9 +72,11 @@ inline Agreement compare(const std::vector<float>& cpu, const std::vector<float>
   return a;
 }
 
-inline Model load_on(const std::string& path, Device d, std::vector<std::string>* log = nullptr) {
+inline Model load_on(const std::string& path, Device d, std::vector<std::string>* log = nullptr,
+                     const std::string& npu_config = {}) {
   ModelBuilder b(path);
   b.with_device(d).with_threads(2).with_context_size(512).with_plugin_dir(GENIEX_TEST_PLUGIN_DIR);
+  b.with_npu_config(npu_config);
   if (log != nullptr) b.with_log([log](std::string_view l) { log->emplace_back(l); });
   auto m = b.build();
   EXPECT_TRUE(m.ok()) << m.status().to_string();

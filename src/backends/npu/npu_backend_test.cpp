@@ -170,20 +170,17 @@ TEST(NpuBackend, FailCompileKnob) {
   EXPECT_EQ(o.status.code(), StatusCode::kUnimplemented);
   EXPECT_NE(o.status.message().find("fail_compile"), std::string::npos) << o.status.message();
 
+  // The environment is not a second route.
   ASSERT_EQ(setenv("GENIEX_NPU_REF_FAIL_COMPILE", "1", 1), 0);
   auto env = ref_npu();
   unsetenv("GENIEX_NPU_REF_FAIL_COMPILE");
   ASSERT_NE(env, nullptr);
-  EXPECT_EQ(run_problem(*small_graph(1), env.get()).status.code(), StatusCode::kUnimplemented);
+  EXPECT_TRUE(run_problem(*small_graph(1), env.get()).status.ok());
 }
 
 TEST(NpuBackend, FailExecuteKnobIsResourceExhaustedOnce) {
-  for (bool from_env : {false, true}) {
-    if (from_env) {
-      ASSERT_EQ(setenv("GENIEX_NPU_REF_FAIL_EXECUTE_AT", "2", 1), 0);
-    }
-    auto npu = ref_npu(from_env ? "" : "fail_execute_at=2");
-    unsetenv("GENIEX_NPU_REF_FAIL_EXECUTE_AT");
+  {
+    auto npu = ref_npu("fail_execute_at=2");
     ASSERT_NE(npu, nullptr);
     auto c = small_graph(1);
     expect_matches_reference(*npu, *c);

@@ -81,12 +81,15 @@ TEST(NpuPluginLoader, ConfigStringSetsTheMemoryCapAndBadKeysAreRefused) {
       << bad.status().message();
 }
 
-TEST(NpuPluginLoader, EnvironmentSetsTheMemoryCap) {
+TEST(NpuPluginLoader, TheConfigStringIsTheOnlyRoute) {
+  // The variables an earlier version read are ignored: only the config string sets the cap.
   ASSERT_EQ(setenv("GENIEX_NPU_REF_MEMORY", "3G", 1), 0);
-  auto p = LoadedNpuPlugin::open(kRefPlugin);
+  auto plain = LoadedNpuPlugin::open(kRefPlugin);
+  auto configured = LoadedNpuPlugin::open(kRefPlugin, "memory=3G");
   unsetenv("GENIEX_NPU_REF_MEMORY");
-  ASSERT_TRUE(p.ok()) << p.status().to_string();
-  EXPECT_EQ((*p)->caps().memory_bytes, uint64_t{3} << 30);
+  ASSERT_TRUE(plain.ok() && configured.ok());
+  EXPECT_NE((*plain)->caps().memory_bytes, uint64_t{3} << 30);
+  EXPECT_EQ((*configured)->caps().memory_bytes, uint64_t{3} << 30);
 }
 
 class TempDir {

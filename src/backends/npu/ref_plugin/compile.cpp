@@ -214,16 +214,8 @@ struct Scratch {
 }  // namespace
 
 Result<DeviceConfig> parse_config(const char* config) {
+  // The config string is the only route: no environment variable changes the device.
   DeviceConfig cfg;
-  if (const char* e = std::getenv("GENIEX_NPU_REF_MEMORY"); e != nullptr && *e != '\0') {
-    GENIEX_TRY(apply(cfg, "memory", e));
-  }
-  if (const char* e = std::getenv("GENIEX_NPU_REF_FAIL_COMPILE"); e != nullptr) {
-    GENIEX_TRY(apply(cfg, "fail_compile", e));
-  }
-  if (const char* e = std::getenv("GENIEX_NPU_REF_FAIL_EXECUTE_AT"); e != nullptr && *e != '\0') {
-    GENIEX_TRY(apply(cfg, "fail_execute_at", e));
-  }
   std::string_view rest = config != nullptr ? config : "";
   while (!rest.empty()) {
     const size_t end = std::min(rest.find(';'), rest.size());

@@ -25,9 +25,9 @@ inline constexpr uint64_t kDefaultMemoryBytes = uint64_t{1} << 30;
 
 /// Device settings: defaults, then environment, then the config string (which wins).
 struct DeviceConfig {
-  uint64_t memory_bytes = kDefaultMemoryBytes;  ///< memory=<n>[K|M|G], GENIEX_NPU_REF_MEMORY
-  bool fail_compile = false;                    ///< fail_compile=1, GENIEX_NPU_REF_FAIL_COMPILE=1
-  int64_t fail_execute_at = 0;  ///< fail_execute_at=N, GENIEX_NPU_REF_FAIL_EXECUTE_AT=N
+  uint64_t memory_bytes = kDefaultMemoryBytes;  ///< memory=<n>[K|M|G]
+  bool fail_compile = false;                    ///< fail_compile=1
+  int64_t fail_execute_at = 0;                  ///< fail_execute_at=N
 };
 
 /// Parses environment + `config` ("key=value;key=value", may be null).
