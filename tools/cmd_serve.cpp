@@ -68,9 +68,6 @@ int run_serve(const ServeOptions& o) {
   if (o.queue < 0) return fail("--queue must be >= 0");
   if (o.port < 0 || o.port > 65535) return fail("--port must be in [0, 65535]");
   if (!(o.max_body_mb > 0)) return fail("--max-body-mb must be > 0");
-  // Before any kernel runs: bit-identical results alone or batched (slower single-row matmuls
-  // for 32-element block weights; see backends/cpu/kernels/isa.h).
-  if (o.deterministic) setenv("GENIEX_BATCH_INVARIANT", "1", 1);
   std::string path = o.model;
   if (path.empty()) {
     auto p = default_model_path();
@@ -90,6 +87,7 @@ int run_serve(const ServeOptions& o) {
   if (!device.ok()) return fail(device.status().message());
   ModelBuilder b(path);
   // One sequence per generating request; the batching engine runs them in shared steps.
+  b.with_deterministic(o.deterministic);
   b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
       o.parallel);
   if (Status kv = apply_kv_flags(o.kv, b); !kv.ok()) return fail(kv.message());
@@ -144,7 +142,7 @@ Command register_serve(CLI::App& parent) {
   add_kv_flags(c, o->kv);
   c->add_flag("--deterministic", o->deterministic,
               "bit-identical output whether a request runs alone or batched (slower decode for "
-              "Q8_0/Q5_0/Q4_0 weights; also GENIEX_BATCH_INVARIANT=1)");
+              "Q8_0/Q5_0/Q4_0 weights)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
   c->add_option("--max-body-mb", o->max_body_mb, "largest request body (413 beyond)")
       ->capture_default_str();

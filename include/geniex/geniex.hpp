@@ -308,6 +308,11 @@ class ModelBuilder {
   /// separated by ';', keys defined by the plugin (the reference plugin: `memory=64M`,
   /// `fail_compile=1`, `fail_execute_at=N`). Default: empty.
   ModelBuilder& with_npu_config(std::string config);
+  /// Bit-identical output whether a request runs alone or batched with others, and with or
+  /// without a reused prefix (default off). Costs single-row speed for Q8_0/Q5_0/Q4_0 weights.
+  /// The CPU kernels are shared by the process: once one model asks for it, every model in the
+  /// process computes this way.
+  ModelBuilder& with_deterministic(bool on = true);
 
   /// Loads the model. Errors: missing/corrupt file, unknown architecture, missing tensors,
   /// unsupported weight types, memory exhausted — each with a message naming the cause.
@@ -328,6 +333,7 @@ class ModelBuilder {
   std::function<void(std::string_view)> log_;
   std::string plugin_dir_;
   std::string npu_config_;
+  bool deterministic_ = false;
 };
 
 }  // namespace geniex

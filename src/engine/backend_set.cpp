@@ -135,6 +135,7 @@ Result<std::vector<std::unique_ptr<backends::Backend>>> make_backends(const Back
 #endif
   backends::CpuBackendOptions cpu_opts;
   cpu_opts.n_threads = o.n_threads;
+  cpu_opts.batch_invariant = o.deterministic;
   GENIEX_ASSIGN_OR_RETURN(auto cpu, backends::make_cpu_backend(cpu_opts));
   list.push_back(std::move(cpu));
   return list;

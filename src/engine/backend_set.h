@@ -17,8 +17,9 @@ namespace geniex::engine {
 struct BackendSetOptions {
   Device device = Device::automatic();
   int32_t n_threads = 0;
-  std::string plugin_dir;  ///< NPU plugins folder; empty: the default folders
-  std::string npu_config;  ///< the plugins' config string (ModelBuilder::with_npu_config)
+  std::string plugin_dir;      ///< NPU plugins folder; empty: the default folders
+  std::string npu_config;      ///< the plugins' config string (ModelBuilder::with_npu_config)
+  bool deterministic = false;  ///< batch-invariant CPU kernels (ModelBuilder::with_deterministic)
   std::function<void(const std::string&)> log;
 };
 

@@ -96,6 +96,11 @@ ModelBuilder& ModelBuilder::with_npu_config(std::string config) {
   return *this;
 }
 
+ModelBuilder& ModelBuilder::with_deterministic(bool on) {
+  deterministic_ = on;
+  return *this;
+}
+
 namespace {
 
 // "1,128" -> {1, 128} (ascending, each >= 1).
@@ -243,6 +248,7 @@ Result<Model> ModelBuilder::build() const {
   bso.n_threads = n_threads_;
   bso.plugin_dir = plugin_dir_;
   bso.npu_config = npu_config_;
+  bso.deterministic = deterministic_;
   bso.log = [log](const std::string& line) {
     if (log) log(line);
   };

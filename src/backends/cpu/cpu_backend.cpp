@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/exec_plan.h"
+#include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/vec_dot.h"
 #include "core/thread_pool.h"
 #include "graph/ref_ops.h"
@@ -517,6 +518,7 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
 
 Result<std::unique_ptr<Backend>> make_cpu_backend(const CpuBackendOptions& options) {
   const int threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
+  if (options.batch_invariant) ::geniex::cpu::enable_batch_invariant();
   return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(threads));
 }
 

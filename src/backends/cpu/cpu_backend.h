@@ -12,7 +12,8 @@
 namespace geniex::backends {
 
 struct CpuBackendOptions {
-  int n_threads = 0;  ///< 0: one per hardware thread
+  int n_threads = 0;             ///< 0: one per hardware thread
+  bool batch_invariant = false;  ///< turn on cpu::batch_invariant() (process-wide, see isa.h)
 };
 
 /// Creates the CPU backend. Never fails on a supported host; kept a Result for symmetry with

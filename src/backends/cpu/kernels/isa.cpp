@@ -2,6 +2,7 @@
 // getauxval(AT_HWCAP/AT_HWCAP2) on aarch64 Linux.
 #include "backends/cpu/kernels/isa.h"
 
+#include <atomic>
 #include <cstdlib>
 
 #if defined(GENIEX_CPU_X86)
@@ -168,13 +169,19 @@ Isa cap_isa(Isa best, const char* env) {
   return best;
 }
 
+namespace {
+std::atomic<bool> g_batch_invariant{false};
+}  // namespace
+
 bool batch_invariant() {
-  static const bool on = [] {
+  static const bool from_env = [] {
     const char* v = std::getenv("GENIEX_BATCH_INVARIANT");
     return v != nullptr && v[0] != '\0' && v[0] != '0';
   }();
-  return on;
+  return from_env || g_batch_invariant.load(std::memory_order_relaxed);
 }
+
+void enable_batch_invariant() { g_batch_invariant.store(true, std::memory_order_relaxed); }
 
 Isa detect_isa() {
   static const Isa isa = cap_isa(cpu_isa(), std::getenv("GENIEX_ISA"));

@@ -59,12 +59,16 @@ Isa cap_isa(Isa best, const char* env);
 /// cap_isa(cpu_isa(), getenv("GENIEX_ISA")), computed on the first call and cached.
 Isa detect_isa();
 
-/// GENIEX_BATCH_INVARIANT=1 (read once): every matmul output element is computed the same way
-/// whatever the number of activation rows, so a request's output is bit-identical alone or
-/// batched, and with or without a reused prefix. Costs single-row speed for the 32-element
-/// block types (their GEMV then runs through the GEMM register tiles). K-quants, F16, F32 and
-/// BF16 are invariant either way.
+/// Whether every matmul output element is computed the same way whatever the number of
+/// activation rows, so a request's output is bit-identical alone or batched, and with or
+/// without a reused prefix. Costs single-row speed for the 32-element block types (their GEMV
+/// then runs through the GEMM register tiles). K-quants, F16, F32 and BF16 are invariant either
+/// way. On once a CPU backend was made with CpuBackendOptions::batch_invariant
+/// (ModelBuilder::with_deterministic), or when GENIEX_BATCH_INVARIANT=1 (tests' default).
+/// Process-wide: the kernels are shared by every model in the process.
 bool batch_invariant();
+/// Turns batch_invariant() on for the rest of the process.
+void enable_batch_invariant();
 
 /// Every ISA compiled in and runnable here, kScalar first, in increasing order.
 std::vector<Isa> available_isas();
