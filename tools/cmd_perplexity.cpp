@@ -138,6 +138,22 @@ Result<std::vector<float>> chunk_logits(Model& model, std::span<const int32_t> c
 
 Json estimate_json(const eval::Estimate& e) { return Json{{"value", e.value}, {"error", e.error}}; }
 
+Json quantiles_json(const std::vector<eval::Quantile>& q) {
+  Json j = Json::object();
+  for (const auto& x : q) j[std::string(x.key)] = x.value;
+  return j;
+}
+
+// llama.cpp's row label of a quantile: "Maximum", "99.9%  ", " 5.0%  ", "Median ", ...
+std::string quantile_label(const eval::Quantile& q) {
+  if (q.key == "max") return "Maximum";
+  if (q.key == "min") return "Minimum";
+  if (q.key == "median") return "Median ";
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%4.1f%%  ", 100.0 * q.fraction);
+  return buf;
+}
+
 Json kld_json(const eval::KldReport& r) {
   return Json{{"positions", r.count},
               {"ppl", estimate_json(r.ppl)},
@@ -147,31 +163,9 @@ Json kld_json(const eval::KldReport& r) {
               {"ppl_ratio", estimate_json(r.ppl_ratio)},
               {"ppl_diff", estimate_json(r.ppl_diff)},
               {"kld", estimate_json(r.kld)},
-              {"kld_percentiles", Json{{"max", r.kld_max},
-                                       {"99.9", r.kld_99_9},
-                                       {"99", r.kld_99},
-                                       {"95", r.kld_95},
-                                       {"90", r.kld_90},
-                                       {"median", r.kld_median},
-                                       {"10", r.kld_10},
-                                       {"5", r.kld_5},
-                                       {"1", r.kld_1},
-                                       {"0.1", r.kld_0_1},
-                                       {"min", r.kld_min}}},
+              {"kld_percentiles", quantiles_json(r.kld_quantiles)},
               {"delta_p", estimate_json(r.delta_p)},
-              {"delta_p_percentiles", Json{{"max", r.delta_p_max},
-                                           {"99.9", r.delta_p_99_9},
-                                           {"99", r.delta_p_99},
-                                           {"95", r.delta_p_95},
-                                           {"90", r.delta_p_90},
-                                           {"75", r.delta_p_75},
-                                           {"median", r.delta_p_median},
-                                           {"25", r.delta_p_25},
-                                           {"10", r.delta_p_10},
-                                           {"5", r.delta_p_5},
-                                           {"1", r.delta_p_1},
-                                           {"0.1", r.delta_p_0_1},
-                                           {"min", r.delta_p_min}}},
+              {"delta_p_percentiles", quantiles_json(r.delta_p_quantiles)},
               {"delta_p_rms", estimate_json(r.delta_p_rms)},
               {"same_top_p", estimate_json(r.same_top)}};
 }
@@ -190,22 +184,14 @@ void print_kld_report(const eval::KldReport& r) {
               r.ppl_diff.error);
   std::printf("\n====== KL divergence statistics ======\n");
   std::printf("Mean    KLD: %10.6f ± %10.6f\n", r.kld.value, r.kld.error);
-  std::printf("Maximum KLD: %10.6f\n99.9%%   KLD: %10.6f\n99.0%%   KLD: %10.6f\n", r.kld_max,
-              r.kld_99_9, r.kld_99);
-  std::printf("95.0%%   KLD: %10.6f\n90.0%%   KLD: %10.6f\nMedian  KLD: %10.6f\n", r.kld_95,
-              r.kld_90, r.kld_median);
-  std::printf("10.0%%   KLD: %10.6f\n 5.0%%   KLD: %10.6f\n 1.0%%   KLD: %10.6f\n", r.kld_10,
-              r.kld_5, r.kld_1);
-  std::printf(" 0.1%%   KLD: %10.6f\nMinimum KLD: %10.6f\n", r.kld_0_1, r.kld_min);
+  for (const auto& q : r.kld_quantiles) {
+    std::printf("%s KLD: %10.6f\n", quantile_label(q).c_str(), q.value);
+  }
   std::printf("\n====== Token probability statistics ======\n");
   std::printf("Mean    Δp: %6.3f ± %5.3f %%\n", 100.0 * r.delta_p.value, 100.0 * r.delta_p.error);
-  const std::pair<const char*, double> rows[] = {
-      {"Maximum", r.delta_p_max},    {"99.9%  ", r.delta_p_99_9}, {"99.0%  ", r.delta_p_99},
-      {"95.0%  ", r.delta_p_95},     {"90.0%  ", r.delta_p_90},   {"75.0%  ", r.delta_p_75},
-      {"Median ", r.delta_p_median}, {"25.0%  ", r.delta_p_25},   {"10.0%  ", r.delta_p_10},
-      {" 5.0%  ", r.delta_p_5},      {" 1.0%  ", r.delta_p_1},    {" 0.1%  ", r.delta_p_0_1},
-      {"Minimum", r.delta_p_min}};
-  for (const auto& [name, v] : rows) std::printf("%s Δp: %6.3f%%\n", name, 100.0 * v);
+  for (const auto& q : r.delta_p_quantiles) {
+    std::printf("%s Δp: %6.3f%%\n", quantile_label(q).c_str(), 100.0 * q.value);
+  }
   std::printf("RMS Δp    : %6.3f ± %5.3f %%\n", 100.0 * r.delta_p_rms.value,
               100.0 * r.delta_p_rms.error);
   std::printf("Same top p: %6.3f ± %5.3f %%\n", 100.0 * r.same_top.value, 100.0 * r.same_top.error);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <utility>
 
 namespace geniex::eval {
 namespace {
@@ -156,40 +158,60 @@ KldReport KldStats::running() const {
   return r;
 }
 
+double quantile_value(std::span<const Quantile> q, std::string_view key) {
+  for (const Quantile& x : q) {
+    if (x.key == key) return x.value;
+  }
+  return 0;
+}
+
+namespace {
+
+// The order statistics llama.cpp prints, of `values` (sorted here).
+std::vector<Quantile> quantiles(std::vector<float> values,
+                                std::initializer_list<std::pair<std::string_view, double>> want) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  std::vector<Quantile> out;
+  for (const auto& [key, fraction] : want) {
+    // The median is the mean of the middle two; the rest interpolate (max at 1, min at 0).
+    const double v = key == "median"
+                         ? (n % 2 == 0 ? 0.5 * (values[n / 2] + values[n / 2 - 1]) : values[n / 2])
+                         : percentile(values, fraction);
+    out.push_back({key, fraction, v});
+  }
+  return out;
+}
+
+}  // namespace
+
 KldReport KldStats::full() const {
   KldReport r = running();
   if (count_ == 0) return r;
-  std::vector<float> k = kld_values_, d = p_diff_values_;
-  std::sort(k.begin(), k.end());
-  std::sort(d.begin(), d.end());
-  const auto median = [](const std::vector<float>& v) {
-    const size_t n = v.size();
-    return n % 2 == 0 ? 0.5 * (v[n / 2] + v[n / 2 - 1]) : static_cast<double>(v[n / 2]);
-  };
-  r.kld_max = k.back();
-  r.kld_99_9 = percentile(k, 0.999);
-  r.kld_99 = percentile(k, 0.990);
-  r.kld_95 = percentile(k, 0.950);
-  r.kld_90 = percentile(k, 0.900);
-  r.kld_median = median(k);
-  r.kld_10 = percentile(k, 0.100);
-  r.kld_5 = percentile(k, 0.050);
-  r.kld_1 = percentile(k, 0.010);
-  r.kld_0_1 = percentile(k, 0.001);
-  r.kld_min = k.front();
-  r.delta_p_max = d.back();
-  r.delta_p_99_9 = percentile(d, 0.999);
-  r.delta_p_99 = percentile(d, 0.990);
-  r.delta_p_95 = percentile(d, 0.950);
-  r.delta_p_90 = percentile(d, 0.900);
-  r.delta_p_75 = percentile(d, 0.750);
-  r.delta_p_median = median(d);
-  r.delta_p_25 = percentile(d, 0.250);
-  r.delta_p_10 = percentile(d, 0.100);
-  r.delta_p_5 = percentile(d, 0.050);
-  r.delta_p_1 = percentile(d, 0.010);
-  r.delta_p_0_1 = percentile(d, 0.001);
-  r.delta_p_min = d.front();
+  r.kld_quantiles = quantiles(kld_values_, {{"max", 1.0},
+                                            {"99.9", 0.999},
+                                            {"99", 0.990},
+                                            {"95", 0.950},
+                                            {"90", 0.900},
+                                            {"median", 0.5},
+                                            {"10", 0.100},
+                                            {"5", 0.050},
+                                            {"1", 0.010},
+                                            {"0.1", 0.001},
+                                            {"min", 0.0}});
+  r.delta_p_quantiles = quantiles(p_diff_values_, {{"max", 1.0},
+                                                   {"99.9", 0.999},
+                                                   {"99", 0.990},
+                                                   {"95", 0.950},
+                                                   {"90", 0.900},
+                                                   {"75", 0.750},
+                                                   {"median", 0.5},
+                                                   {"25", 0.250},
+                                                   {"10", 0.100},
+                                                   {"5", 0.050},
+                                                   {"1", 0.010},
+                                                   {"0.1", 0.001},
+                                                   {"min", 0.0}});
   return r;
 }
 

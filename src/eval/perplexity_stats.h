@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace geniex::eval {
@@ -35,20 +36,27 @@ class PerplexityStats {
   int64_t count_ = 0;
 };
 
+/// One order statistic of a sample: `key` is "max", "min", "median" or the percent ("99.9").
+struct Quantile {
+  std::string_view key;
+  double fraction = 0;  ///< 1 = maximum, 0.5 = median, 0 = minimum
+  double value = 0;
+};
+
+/// The value of `key` in `q` (0 when absent).
+double quantile_value(std::span<const Quantile> q, std::string_view key);
+
 /// The KL-divergence report: llama-perplexity --kl-divergence's figures.
 struct KldReport {
   int64_t count = 0;
-  Estimate ppl, ppl_base;         ///< PPL(Q), PPL(base)
-  double ln_ppl_correlation = 0;  ///< Cor(ln PPL(Q), ln PPL(base))
-  Estimate ln_ppl_ratio;          ///< ln(PPL(Q)/PPL(base))
-  Estimate ppl_ratio, ppl_diff;   ///< PPL(Q)/PPL(base), PPL(Q) - PPL(base)
-  Estimate kld;                   ///< mean KL(base || Q) per position
-  double kld_max = 0, kld_99_9 = 0, kld_99 = 0, kld_95 = 0, kld_90 = 0, kld_median = 0, kld_10 = 0,
-         kld_5 = 0, kld_1 = 0, kld_0_1 = 0, kld_min = 0;
-  Estimate delta_p;  ///< mean p(token) - p_base(token)
-  double delta_p_max = 0, delta_p_99_9 = 0, delta_p_99 = 0, delta_p_95 = 0, delta_p_90 = 0,
-         delta_p_75 = 0, delta_p_median = 0, delta_p_25 = 0, delta_p_10 = 0, delta_p_5 = 0,
-         delta_p_1 = 0, delta_p_0_1 = 0, delta_p_min = 0;
+  Estimate ppl, ppl_base;               ///< PPL(Q), PPL(base)
+  double ln_ppl_correlation = 0;        ///< Cor(ln PPL(Q), ln PPL(base))
+  Estimate ln_ppl_ratio;                ///< ln(PPL(Q)/PPL(base))
+  Estimate ppl_ratio, ppl_diff;         ///< PPL(Q)/PPL(base), PPL(Q) - PPL(base)
+  Estimate kld;                         ///< mean KL(base || Q) per position
+  std::vector<Quantile> kld_quantiles;  ///< max, 99.9 .. 0.1, min, as llama.cpp prints them
+  Estimate delta_p;                     ///< mean p(token) - p_base(token)
+  std::vector<Quantile> delta_p_quantiles;
   Estimate delta_p_rms;
   Estimate same_top;  ///< fraction of positions whose argmax agrees
 };
