@@ -7,6 +7,7 @@
 
 #include "cmd_bench.h"
 #include "cmd_inspect.h"
+#include "cmd_list.h"
 #include "cmd_perplexity.h"
 #include "cmd_run.h"
 #include "cmd_serve.h"
@@ -29,7 +30,7 @@ int run_main(int argc, char** argv) {
   const std::vector<Command> commands = {
       register_run(app),      register_chat(app),       register_inspect(app),
       register_tokenize(app), register_detokenize(app), register_bench(app),
-      register_serve(app),    register_perplexity(app),
+      register_serve(app),    register_perplexity(app), register_list(app),
   };
 
   try {
