@@ -9,6 +9,7 @@
 #include "cmd_inspect.h"
 #include "cmd_list.h"
 #include "cmd_perplexity.h"
+#include "cmd_pull.h"
 #include "cmd_run.h"
 #include "cmd_serve.h"
 #include "cmd_tokenize.h"
@@ -31,6 +32,7 @@ int run_main(int argc, char** argv) {
       register_run(app),      register_chat(app),       register_inspect(app),
       register_tokenize(app), register_detokenize(app), register_bench(app),
       register_serve(app),    register_perplexity(app), register_list(app),
+      register_pull(app),
   };
 
   try {
