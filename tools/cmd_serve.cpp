@@ -85,6 +85,8 @@ int run_serve(const ServeOptions& o) {
 
   auto device = Device::parse(o.device);
   if (!device.ok()) return fail(device.status().message());
+  // A taken port fails now, not after the model has loaded (bind() checks again below).
+  if (Status free = server::probe_bind(o.host, o.port); !free.ok()) return fail(free.message());
   ModelBuilder b(path);
   // One sequence per generating request; the batching engine runs them in shared steps.
   b.with_deterministic(o.deterministic);

@@ -1,8 +1,13 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include "server/completion_handler.h"
@@ -29,11 +34,66 @@ bool same_secret(std::string_view a, std::string_view b) {
 // Idle keep-alive connections are closed after this long (see install_routes).
 constexpr time_t kKeepAliveSeconds = 2;
 
+/// SO_REUSEADDR only. httplib's default also sets SO_REUSEPORT, which lets a second process
+/// bind a port that is already listening and then shares its connections (issue 28).
+void reuse_addr_only(int sock) {
+  const int yes = 1;
+  setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+}
+
+std::string where(const std::string& host, int port) {
+  return port == 0 ? "any port on " + host : "port " + std::to_string(port) + " on " + host;
+}
+
 bool needs_key(const std::string& path) {
   return path.starts_with("/v1/") || path == "/v1" || path == "/metrics";
 }
 
 }  // namespace
+
+Status probe_bind(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port);
+  if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return io_error("cannot listen on " + host + ": the host is not an address (" +
+                    gai_strerror(rc) + ")");
+  }
+  int err = 0;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int sock = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (sock < 0) {
+      err = errno;
+      continue;
+    }
+    reuse_addr_only(sock);
+    const bool ok = ::bind(sock, a->ai_addr, a->ai_addrlen) == 0 && ::listen(sock, 1) == 0;
+    if (!ok) err = errno;
+    ::close(sock);
+    if (ok) {
+      freeaddrinfo(found);
+      return Status::ok_status();
+    }
+  }
+  freeaddrinfo(found);
+  switch (err) {
+    case EADDRINUSE:
+      return io_error(where(host, port) +
+                      " is already in use (another server listens there): stop it, or choose "
+                      "another --port (0 = any free port)");
+    case EACCES:
+      return io_error("permission denied for " + where(host, port) +
+                      " (ports below 1024 need privileges)");
+    case EADDRNOTAVAIL:
+      return io_error("cannot listen on " + host + ": not an address of this machine");
+    default:
+      return io_error("cannot listen on " + where(host, port) + ": " +
+                      (err != 0 ? std::strerror(err) : "no usable address"));
+  }
+}
 
 HttpServer::HttpServer(Model& model, ServerOptions options)
     : state_(std::make_unique<ServerState>(model, std::move(options))),
@@ -57,6 +117,7 @@ void HttpServer::install_routes() {
     return new httplib::ThreadPool(workers);  // NOLINT: httplib takes ownership
   };
   http_->set_payload_max_length(o.max_body_bytes);
+  http_->set_socket_options(reuse_addr_only);
   // An idle keep-alive connection holds its worker until the client sends or this timeout
   // passes, and httplib's stop() does not interrupt that wait, so it bounds how long shutdown can
   // outlast the grace period (5 s here made SIGTERM take grace + ~5 s with any idle client).
@@ -121,14 +182,19 @@ void HttpServer::install_routes() {
 
 Status HttpServer::bind() {
   const ServerOptions& o = state_->options;
+  // httplib says only whether binding worked; probing again tells why it did not.
   if (o.port == 0) {
     port_ = http_->bind_to_any_port(o.host);
-    if (port_ <= 0) return io_error("cannot bind to " + o.host + " (any port)");
+    if (port_ <= 0) {
+      port_ = 0;
+      const Status why = probe_bind(o.host, 0);
+      return why.ok() ? io_error("cannot listen on " + where(o.host, 0)) : why;
+    }
     return Status::ok_status();
   }
   if (!http_->bind_to_port(o.host, o.port)) {
-    return io_error("cannot listen on " + o.host + ":" + std::to_string(o.port) +
-                    " (address in use or not valid)");
+    const Status why = probe_bind(o.host, o.port);
+    return why.ok() ? io_error("cannot listen on " + where(o.host, o.port)) : why;
   }
   port_ = o.port;
   return Status::ok_status();

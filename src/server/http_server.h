@@ -16,6 +16,12 @@ class Server;
 
 namespace geniex::server {
 
+/// Tries to bind and listen on host:port as HttpServer::bind would, then closes the socket.
+/// OK when the address is free; else kIoError with the reason ("port 8080 on 127.0.0.1 is
+/// already in use ...", an unknown host, a privileged port). `geniex serve` calls it before
+/// loading the model so a taken port fails fast; bind() uses it to explain a failure.
+Status probe_bind(const std::string& host, int port);
+
 class HttpServer {
  public:
   /// `model` must outlive the server.
@@ -24,7 +30,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  /// Binds host:port (port 0 = any free port). kIoError when the address is taken or invalid.
+  /// Binds host:port (port 0 = any free port) with SO_REUSEADDR only (never SO_REUSEPORT, so a
+  /// second server on a taken port fails here instead of sharing it). kIoError when the address
+  /// is taken or invalid; the message says which (see probe_bind).
   [[nodiscard]] Status bind();
   /// The bound port.
   [[nodiscard]] int port() const { return port_; }
