@@ -9,13 +9,16 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "default_model.h"
+#include "flag_compat.h"
 #include "geniex/geniex.hpp"
 #include "kv_flags.h"
+#include "sampling_flags.h"
 #include "server/http_server.h"
 
 namespace geniex::cli {
@@ -36,11 +39,42 @@ struct ServeOptions {
   double max_body_mb = 4.0;
   double shutdown_timeout = 5.0;
   bool verbose = false;
+  bool no_access_log = false;
+  /// The defaults of requests that omit a field. max_tokens -1 unless -n is given: then chat
+  /// requests run to the end or a full context and completions get 16 tokens (OpenAI's API).
+  SamplingOptions sampling;
+  IgnoredFlags ignored;
+  const CLI::Option* max_tokens_flag = nullptr;
+  const CLI::App* app = nullptr;
 };
 
 int fail(const std::string& what) {
   std::fprintf(stderr, "geniex serve: %s\n", what.c_str());
   return kExitError;
+}
+
+int usage(const std::string& what) {
+  std::fprintf(stderr, "geniex serve: %s\n", what.c_str());
+  return kExitUsage;
+}
+
+/// One stderr line when /v1/chat/completions will not use a template of the model's own.
+void note_chat_template(const ModelInfo& info, const std::string& model_id) {
+  const std::string& origin = info.chat_template_origin;
+  if (origin == "file") return;
+  if (origin.starts_with("builtin:")) {
+    std::fprintf(stderr,
+                 "geniex serve: note: %s has no chat template of its own; /v1/chat/completions "
+                 "uses GenieX's built-in %s template. A base model (not instruction-tuned) "
+                 "answers chat poorly: serve an instruction-tuned model, or use "
+                 "/v1/completions.\n",
+                 model_id.c_str(), origin.substr(8).c_str());
+  } else {
+    std::fprintf(stderr,
+                 "geniex serve: note: %s has no chat template and GenieX has none for its "
+                 "architecture: /v1/chat/completions answers 400; use /v1/completions.\n",
+                 model_id.c_str());
+  }
 }
 
 /// Waits for SIGINT / SIGTERM (blocked in every thread, taken here with sigtimedwait) and
@@ -64,16 +98,32 @@ void watch_signals(server::HttpServer& srv, const std::atomic<bool>& done) {
 }
 
 int run_serve(const ServeOptions& o) {
-  if (o.parallel < 1) return fail("--parallel must be >= 1");
-  if (o.queue < 0) return fail("--queue must be >= 0");
-  if (o.port < 0 || o.port > 65535) return fail("--port must be in [0, 65535]");
-  if (!(o.max_body_mb > 0)) return fail("--max-body-mb must be > 0");
+  // Every flag is checked before the model loads (CLI11 checks the ranges of the others).
+  if (Status s = validate_sampling(o.sampling); !s.ok()) return usage(s.message());
+  auto device = Device::parse(o.device);
+  if (!device.ok()) return usage("--device: " + device.status().message());
+  for (const std::string& note : ignored_flag_notes(*o.app)) {
+    std::fprintf(stderr, "geniex serve: %s\n", note.c_str());
+  }
   std::string path = o.model;
   if (path.empty()) {
     auto p = default_model_path();
     if (!p.ok()) return fail(p.status().message());
     path = *p;
   }
+  ModelBuilder b(path);
+  // One sequence per generating request; the batching engine runs them in shared steps.
+  b.with_deterministic(o.deterministic);
+  b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
+      o.parallel);
+  if (Status kv = apply_kv_flags(o.kv, b); !kv.ok()) return usage(kv.message());
+  if (o.verbose) {
+    b.with_log([](std::string_view line) {
+      std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
+    });
+  }
+  // A taken port fails now, not after the model has loaded (bind() checks again below).
+  if (Status free = server::probe_bind(o.host, o.port); !free.ok()) return fail(free.message());
   // Signals go to the watcher thread only: block them before any thread starts (the model's
   // thread pool included), so every thread inherits the mask.
   sigset_t set;
@@ -83,21 +133,6 @@ int run_serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
-  auto device = Device::parse(o.device);
-  if (!device.ok()) return fail(device.status().message());
-  // A taken port fails now, not after the model has loaded (bind() checks again below).
-  if (Status free = server::probe_bind(o.host, o.port); !free.ok()) return fail(free.message());
-  ModelBuilder b(path);
-  // One sequence per generating request; the batching engine runs them in shared steps.
-  b.with_deterministic(o.deterministic);
-  b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
-      o.parallel);
-  if (Status kv = apply_kv_flags(o.kv, b); !kv.ok()) return fail(kv.message());
-  if (o.verbose) {
-    b.with_log([](std::string_view line) {
-      std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
-    });
-  }
   auto model = b.build();
   if (!model.ok()) return fail(path + ": " + model.status().message());
 
@@ -111,12 +146,16 @@ int run_serve(const ServeOptions& o) {
   so.model_id = std::filesystem::path(path).stem().string();
   so.created = static_cast<int64_t>(std::time(nullptr));
   so.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000));
+  so.defaults = config_of(o.sampling);
+  if (o.max_tokens_flag->count() == 0) so.defaults.max_tokens = -1;  // no server default
+  so.access_log = !o.no_access_log;
 
   server::HttpServer srv(*model, so);
   if (auto st = srv.bind(); !st.ok()) return fail(st.message());
   std::printf("geniex serve: model '%s' (%s, context %d) listening on %s\n", so.model_id.c_str(),
               model->info().placement.c_str(), model->info().n_ctx, srv.url().c_str());
   std::fflush(stdout);
+  note_chat_template(model->info(), so.model_id);
   std::atomic<bool> done{false};
   std::thread watcher([&] { watch_signals(srv, done); });
   const Status st = srv.run();
@@ -132,26 +171,56 @@ int run_serve(const ServeOptions& o) {
 Command register_serve(CLI::App& parent) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* c = parent.add_subcommand("serve", "OpenAI-compatible HTTP server (chat page at /)");
+  o->app = c;
   c->add_option("-m,--model", o->model, "GGUF model (default: Gemma 3 270M from scripts/setup.sh)");
   c->add_option("--host", o->host, "address to listen on")->capture_default_str();
-  c->add_option("--port", o->port, "port (0 = any free port)")->capture_default_str();
-  c->add_option("--api-key", o->api_key, "require 'Authorization: Bearer KEY' on /v1 and /metrics");
-  c->add_option("--parallel", o->parallel, "requests generating at once")->capture_default_str();
+  c->add_option("--port", o->port, "port (0 = any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  c->add_option("--api-key", o->api_key,
+                "require 'Authorization: Bearer KEY' on /v1, /props and /metrics");
+  c->add_option("--parallel", o->parallel, "requests generating at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   c->add_option("--queue", o->queue, "requests waiting for a slot before 429")
-      ->capture_default_str();
-  c->add_option("-c,--ctx", o->ctx, "context size in tokens")->capture_default_str();
-  c->add_option("-t,--threads", o->threads, "threads (0 = all cores)")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  c->add_option("-c,--ctx,--ctx-size", o->ctx, "context size in tokens (0 = the model's own)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+  c->add_option("-t,--threads", o->threads, "threads (0 = all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
   add_kv_flags(c, o->kv);
   c->add_flag("--deterministic", o->deterministic,
               "bit-identical output whether a request runs alone or batched (slower decode for "
               "Q8_0/Q5_0/Q4_0 weights)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
   c->add_option("--max-body-mb", o->max_body_mb, "largest request body (413 beyond)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1e-3, 1e6));
   c->add_option("--shutdown-timeout", o->shutdown_timeout,
                 "seconds in-flight requests may run after SIGINT/SIGTERM")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
+  c->add_flag("--no-access-log", o->no_access_log, "do not log one line per request to stderr");
+  o->sampling.max_tokens = -1;  // see ServeOptions::sampling
+  add_sampling_flags(c, o->sampling);
+  o->max_tokens_flag = c->get_option("--max-tokens");
+  add_ignored_llama_flags(c, o->ignored);
+  c->footer(
+      "Request defaults: the sampling flags (-n, --temp, --top-k, --top-p, --min-p, "
+      "--repeat-penalty, --presence-penalty, --frequency-penalty, --repeat-last-n, -s/--seed, "
+      "--stop, --ignore-eos) set what a request gets for a field it omits; a field the request "
+      "sends wins. Without -n, chat requests generate until the end or a full context and "
+      "completions requests 16 tokens (OpenAI's defaults). GET /props shows the defaults.\n\n"
+      "Access log: one line per request on stderr (off with --no-access-log), never the "
+      "content:\n"
+      "  geniex serve: access: METHOD PATH STATUS in=PROMPT_TOKENS out=COMPLETION_TOKENS "
+      "ms=MILLISECONDS\n"
+      "in/out are '-' for requests that generate nothing; ms runs to the last byte sent; "
+      "'client-closed' ends the line when the client hung up mid-stream.");
   return {c, [o] { return run_serve(*o); }};
 }
 

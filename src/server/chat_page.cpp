@@ -3,8 +3,8 @@
 namespace geniex::server {
 namespace {
 
-// Element ids (#messages, #input, #send, #status, #model, #key, #max) are what
-// tests/python/test_serve_chat_page.py drives; keep them stable.
+// Element ids (#messages, #input, #send, #stop, #status, #model, #key, #max, #temp, #system)
+// are what tests/python/test_serve_chat_page.py drives; keep them stable.
 constexpr std::string_view kPage = R"GENIEX_PAGE(<!doctype html>
 <html lang="en">
 <head>
@@ -18,6 +18,10 @@ constexpr std::string_view kPage = R"GENIEX_PAGE(<!doctype html>
            align-items: center; }
   header b { margin-right: auto; }
   header input { width: 160px; }
+  #settings { padding: 6px 16px; background: #e5e7eb; display: flex; gap: 12px;
+              align-items: center; font-size: 13px; }
+  #settings label:first-child { flex: 1; display: flex; gap: 6px; align-items: center; }
+  #system { flex: 1; font: inherit; }
   #messages { flex: 1; overflow-y: auto; padding: 16px; }
   .msg { max-width: 760px; margin: 0 auto 12px; padding: 10px 14px; border-radius: 10px;
          white-space: pre-wrap; word-wrap: break-word; }
@@ -31,13 +35,19 @@ constexpr std::string_view kPage = R"GENIEX_PAGE(<!doctype html>
 </head>
 <body>
 <header><b>GenieX</b><span id="model">…</span>
-  <label>max tokens <input id="max" type="number" value="512" min="1" style="width: 64px"></label>
   <label>API key <input id="key" type="password" autocomplete="off"></label>
   <button id="reset" type="button">New chat</button></header>
+<div id="settings">
+  <label>system prompt <input id="system" type="text" placeholder="(none)"></label>
+  <label>temperature <input id="temp" type="number" min="0" max="2" step="0.1"
+    placeholder="server" style="width: 64px"></label>
+  <label>max tokens <input id="max" type="number" value="512" min="1" style="width: 64px"></label>
+</div>
 <div id="messages"></div>
 <form id="form">
   <textarea id="input" placeholder="Message (Enter sends, Shift+Enter new line)"></textarea>
   <button id="send" type="submit">Send</button>
+  <button id="stop" type="button" disabled>Stop</button>
 </form>
 <div id="status" style="padding: 0 16px 6px">idle</div>
 <script>
@@ -45,8 +55,14 @@ constexpr std::string_view kPage = R"GENIEX_PAGE(<!doctype html>
 const $ = (id) => document.getElementById(id);
 const history = [];
 let model = null;
+let controller = null;  // aborts the streaming request (Stop)
 $("key").value = localStorage.getItem("geniex-key") || "";
 $("key").onchange = () => localStorage.setItem("geniex-key", $("key").value);
+for (const id of ["system", "temp", "max"]) {
+  const saved = localStorage.getItem("geniex-" + id);
+  if (saved !== null) $(id).value = saved;
+  $(id).onchange = () => localStorage.setItem("geniex-" + id, $(id).value);
+}
 
 function headers() {
   const h = { "Content-Type": "application/json" };
@@ -73,6 +89,23 @@ async function loadModel() {
   } catch (e) {
     $("model").textContent = "model unavailable: " + e.message;
   }
+  try {  // the server's default temperature as the field's hint
+    const r = await fetch("/props", { headers: headers() });
+    if (r.ok) {
+      const d = (await r.json()).default_generation_settings;
+      $("temp").placeholder = "server: " + d.temperature;
+    }
+  } catch (e) { /* the hint is optional */ }
+}
+
+/// The request body: the system prompt (if any) before the turns, and the settings fields.
+function requestBody() {
+  const system = $("system").value.trim();
+  const messages = system ? [{ role: "system", content: system }, ...history] : [...history];
+  const body = { model, messages, stream: true, max_tokens: Number($("max").value) || 512 };
+  const temp = $("temp").value.trim();
+  if (temp !== "" && !Number.isNaN(Number(temp))) body.temperature = Number(temp);
+  return body;
 }
 
 async function send(text) {
@@ -81,13 +114,14 @@ async function send(text) {
   bubble("user", text);
   const out = bubble("assistant", "");
   $("send").disabled = true;
+  $("stop").disabled = false;
   $("status").textContent = "generating";
+  controller = new AbortController();
   let reply = "";
   try {
     const r = await fetch("/v1/chat/completions", {
-      method: "POST", headers: headers(),
-      body: JSON.stringify({ model, messages: history, stream: true,
-                            max_tokens: Number($("max").value) || 512 }),
+      method: "POST", headers: headers(), body: JSON.stringify(requestBody()),
+      signal: controller.signal,
     });
     if (!r.ok) {
       const j = await r.json().catch(() => ({}));
@@ -120,14 +154,23 @@ async function send(text) {
     history.push({ role: "assistant", content: reply });
     $("status").textContent = "done";
   } catch (e) {
-    out.className = "msg error";
-    out.textContent = (reply ? reply + "\n" : "") + "Error: " + e.message;
-    history.pop();
-    $("status").textContent = "error";
+    if (e.name === "AbortError") {  // Stop: keep what came so far (closing the stream cancels it)
+      history.push({ role: "assistant", content: reply });
+      $("status").textContent = "stopped";
+    } else {
+      out.className = "msg error";
+      out.textContent = (reply ? reply + "\n" : "") + "Error: " + e.message;
+      history.pop();
+      $("status").textContent = "error";
+    }
   } finally {
+    controller = null;
     $("send").disabled = false;
+    $("stop").disabled = true;
   }
 }
+
+$("stop").onclick = () => { if (controller) controller.abort(); };
 
 $("form").onsubmit = (ev) => {
   ev.preventDefault();

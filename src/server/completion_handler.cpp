@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "server/access_log.h"
 #include "server/json_prefix.h"
 #include "server/response.h"
 
@@ -144,6 +145,7 @@ void respond_whole(Job& job, httplib::Response& res) {
         return true;
       },
       rest);
+  if (gen.ok()) this_request().completion_tokens = static_cast<int64_t>(gen->tokens.size());
   if (!gen.ok()) {
     if (job.st.cancel_all.load()) return send_error(res, shutting_down());
     return send_error(
@@ -194,6 +196,7 @@ void stream(Job& job, httplib::DataSink& sink) {
         return write(sse_event(stream_chunk_json(ep, job.meta, p, usage)));
       },
       rest);
+  if (gen.ok()) this_request().completion_tokens = static_cast<int64_t>(gen->tokens.size());
   if (job.client_gone) return;
   if (!gen.ok()) {
     const ApiError e =
@@ -219,15 +222,17 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
                        Endpoint endpoint) {
   const auto arrival = Clock::now();
   if (st.draining.load()) return send_error(res, shutting_down());
-  auto parsed = endpoint == Endpoint::kChat ? parse_chat_request(req.body)
-                                            : parse_completion_request(req.body);
+  auto parsed = endpoint == Endpoint::kChat
+                    ? parse_chat_request(req.body, st.options.defaults)
+                    : parse_completion_request(req.body, st.options.defaults);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+  // Any "model" means the one served (the reply names it), as llama-server does.
   CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
-  if (r.model != st.options.model_id) return send_error(res, model_not_found(r.model));
 
   auto ids = prompt_ids(st.model, r);
   if (auto* e = std::get_if<ApiError>(&ids)) return send_error(res, *e);
   std::vector<int32_t> prompt = std::move(std::get<std::vector<int32_t>>(ids));
+  this_request().prompt_tokens = static_cast<int64_t>(prompt.size());
   const int32_t n_ctx = st.model.info().n_ctx;
   const char* prompt_param = endpoint == Endpoint::kChat ? "messages" : "prompt";
   if (prompt.empty()) return send_error(res, invalid_value(prompt_param, "the prompt is empty."));
@@ -262,6 +267,7 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
       "text/event-stream",
       [job](size_t, httplib::DataSink& sink) {
         stream(*job, sink);
+        this_request().client_closed = job->client_gone;  // this thread logs the request next
         if (!job->client_gone) sink.done();
         job->slot.release();
         return !job->client_gone;

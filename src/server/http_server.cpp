@@ -7,9 +7,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "server/access_log.h"
 #include "server/completion_handler.h"
 #include "server/response.h"
 #include "server/routes_info.h"
@@ -46,7 +48,7 @@ std::string where(const std::string& host, int port) {
 }
 
 bool needs_key(const std::string& path) {
-  return path.starts_with("/v1/") || path == "/v1" || path == "/metrics";
+  return path.starts_with("/v1/") || path == "/v1" || path == "/metrics" || path == "/props";
 }
 
 }  // namespace
@@ -124,6 +126,10 @@ void HttpServer::install_routes() {
   http_->set_keep_alive_timeout(kKeepAliveSeconds);
 
   http_->set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
+    RequestNote& note = this_request();
+    note = RequestNote{};
+    note.start = std::chrono::steady_clock::now();
+    note.routed = true;
     if (st.options.api_key.empty() || !needs_key(req.path)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
@@ -175,8 +181,23 @@ void HttpServer::install_routes() {
         }
         send_error(res, internal_error("internal error: " + what));
       });
+  // Runs on the worker thread that served the request, after its last byte was written.
   http_->set_logger([&st](const httplib::Request& req, const httplib::Response& res) {
     st.metrics.on_request(route_label(req.path), res.status);
+    RequestNote& note = this_request();
+    if (st.options.access_log) {
+      AccessRecord r{
+          req.method, req.path,          res.status, note.prompt_tokens, note.completion_tokens,
+          -1,         note.client_closed};
+      if (note.routed) {
+        r.ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - note.start)
+                .count();
+      }
+      const std::string line = access_log_line(r) + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    note = RequestNote{};
   });
 }
 

@@ -130,8 +130,13 @@ std::string Metrics::render(const MetricGauges& g) const {
 }
 
 std::string route_label(std::string_view path) {
-  static constexpr std::string_view kRoutes[] = {
-      "/", "/health", "/metrics", "/v1/models", "/v1/chat/completions", "/v1/completions"};
+  static constexpr std::string_view kRoutes[] = {"/",
+                                                 "/health",
+                                                 "/metrics",
+                                                 "/props",
+                                                 "/v1/models",
+                                                 "/v1/chat/completions",
+                                                 "/v1/completions"};
   for (const auto r : kRoutes) {
     if (path == r) return std::string(r);
   }

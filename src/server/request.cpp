@@ -99,19 +99,25 @@ ApiResult<Json> parse_object(std::string_view body) {
 }
 
 /// Fields shared by both endpoints: model, sampling, stops, stream, n, seed, extensions.
-void parse_common(Fields& f, CompletionRequest& r) {
+void parse_common(Fields& f, CompletionRequest& r, const GenerationConfig& defaults) {
   GenerationConfig& c = r.config;
-  // OpenAI semantics: plain temperature + nucleus sampling; no llama.cpp truncation defaults.
-  c.temperature = 1.0f;
-  c.top_p = 1.0f;
-  c.top_k = 0;
-  c.min_p = 0.0f;
-  c.max_tokens = -1;
-  if (auto m = f.string("model")) {
-    r.model = *m;
-  } else if (!f.error) {
-    f.fail(missing_param("model"));
-  }
+  // The server's defaults (geniex serve's sampling flags); the request's own fields win. Only
+  // the plain settings: callbacks and filters are the handler's.
+  c = GenerationConfig();
+  c.max_tokens = defaults.max_tokens < 0 ? -1 : defaults.max_tokens;
+  c.temperature = defaults.temperature;
+  c.top_k = defaults.top_k;
+  c.top_p = defaults.top_p;
+  c.min_p = defaults.min_p;
+  c.repetition_penalty = defaults.repetition_penalty;
+  c.presence_penalty = defaults.presence_penalty;
+  c.frequency_penalty = defaults.frequency_penalty;
+  c.penalty_last_n = defaults.penalty_last_n;
+  c.seed = defaults.seed;
+  c.stop = defaults.stop;
+  c.ignore_eos = defaults.ignore_eos;
+  // One model is served: any name (or none) means it, as with llama-server.
+  if (auto m = f.string("model")) r.model = *m;
   if (auto t = f.number("temperature", 0.0, 2.0)) c.temperature = static_cast<float>(*t);
   if (auto p = f.number("top_p", 0.0, 1.0)) {
     // Our sampler needs top_p > 0; OpenAI's 0 keeps just the most likely token, as does this.
@@ -127,12 +133,18 @@ void parse_common(Fields& f, CompletionRequest& r) {
   if (auto p = f.number("repetition_penalty", 0.01, 10.0)) {
     c.repetition_penalty = static_cast<float>(*p);
   }
+  // llama-server's names for the settings that geniex serve also takes as flags.
+  if (auto p = f.number("repeat_penalty", 0.01, 10.0))
+    c.repetition_penalty = static_cast<float>(*p);
+  if (auto n = f.integer("repeat_last_n", -1, 1 << 30)) c.penalty_last_n = static_cast<int32_t>(*n);
+  if (auto b = f.boolean("ignore_eos")) c.ignore_eos = *b;
   if (auto s = f.integer("seed", INT64_MIN, INT64_MAX)) c.seed = static_cast<uint64_t>(*s);
   if (auto n = f.integer("n", 1, 128); n && *n != 1) {
     f.fail(unsupported("n", "only n = 1 is supported (one choice per request); send " +
                                 std::to_string(*n) + " requests instead."));
   }
   if (const Json* stop = f.get("stop"); stop && !f.error) {
+    c.stop.clear();  // the request's list replaces the server's
     if (stop->is_string()) {
       if (!stop->get<std::string>().empty()) c.stop.push_back(stop->get<std::string>());
     } else if (stop->is_array()) {
@@ -246,14 +258,21 @@ void parse_messages(Fields& f, CompletionRequest& r) {
 
 }  // namespace
 
-ApiResult<CompletionRequest> parse_chat_request(std::string_view body) {
+GenerationConfig request_defaults() {
+  GenerationConfig c;
+  c.max_tokens = -1;
+  return c;
+}
+
+ApiResult<CompletionRequest> parse_chat_request(std::string_view body,
+                                                const GenerationConfig& defaults) {
   auto parsed = parse_object(body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const Json& j = std::get<Json>(parsed);
   CompletionRequest r;
   r.endpoint = Endpoint::kChat;
   Fields f(j);
-  parse_common(f, r);
+  parse_common(f, r, defaults);
   parse_messages(f, r);
   // max_completion_tokens is the newer name; either bounds the reply.
   auto mt = f.integer("max_completion_tokens", 1, INT64_MAX);
@@ -296,14 +315,15 @@ ApiResult<CompletionRequest> parse_chat_request(std::string_view body) {
   return r;
 }
 
-ApiResult<CompletionRequest> parse_completion_request(std::string_view body) {
+ApiResult<CompletionRequest> parse_completion_request(std::string_view body,
+                                                      const GenerationConfig& defaults) {
   auto parsed = parse_object(body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const Json& j = std::get<Json>(parsed);
   CompletionRequest r;
   r.endpoint = Endpoint::kCompletion;
   Fields f(j);
-  parse_common(f, r);
+  parse_common(f, r, defaults);
   const Json* p = f.get("prompt");
   if (!f.error) {
     if (!p) {
@@ -330,8 +350,8 @@ ApiResult<CompletionRequest> parse_completion_request(std::string_view body) {
   }
   if (auto mt = f.integer("max_tokens", 0, INT64_MAX)) {
     r.config.max_tokens = static_cast<int32_t>(std::min(*mt, kMaxTokensCap));
-  } else if (!f.get("max_tokens")) {
-    r.config.max_tokens = 16;  // the completions API's documented default
+  } else if (!f.get("max_tokens") && r.config.max_tokens < 0) {
+    r.config.max_tokens = 16;  // no server default: the completions API's documented default
   }
   if (auto lp = f.integer("logprobs", 0, 5)) r.logprobs = static_cast<int32_t>(*lp);
   if (auto echo = f.boolean("echo"); echo && *echo) {

@@ -20,13 +20,13 @@ enum class Endpoint { kChat, kCompletion };
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChat;
-  std::string model;
+  std::string model;  ///< as sent ("" when absent); any value means the served model
   std::vector<ChatMessage> messages;   ///< kChat
   std::string prompt;                  ///< kCompletion, text prompt
   std::vector<int32_t> prompt_tokens;  ///< kCompletion, a prompt given as token ids
   bool prompt_is_tokens = false;
-  /// Sampling and stops (OpenAI defaults: temperature 1, top_p 1, no top-k / min-p).
-  /// max_tokens is the requested bound, or -1 when the request gave none (fill the context).
+  /// Sampling and stops: the request's fields over the server's defaults (see
+  /// request_defaults). max_tokens is the bound, or -1 for none (fill the context).
   GenerationConfig config;
   bool stream = false;
   bool include_usage = false;  ///< stream_options.include_usage
@@ -39,9 +39,18 @@ struct CompletionRequest {
 /// Largest max_tokens accepted before clamping to the context (keeps int32 arithmetic safe).
 inline constexpr int64_t kMaxTokensCap = 1 << 30;
 
-/// Parses a chat completion body.
-ApiResult<CompletionRequest> parse_chat_request(std::string_view body);
-/// Parses a (legacy) completion body.
-ApiResult<CompletionRequest> parse_completion_request(std::string_view body);
+/// The defaults of a server started without sampling flags: GenerationConfig's (llama.cpp's:
+/// temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, random seed) and max_tokens -1, which
+/// means no server default: chat requests then run until end of generation or a full context,
+/// completions requests get 16 tokens (the OpenAI API's default).
+GenerationConfig request_defaults();
+
+/// Parses a chat completion body. A field the body omits (or sends as null) takes its value
+/// from `defaults` (sampling, penalties, seed, stop strings, ignore_eos, max_tokens).
+ApiResult<CompletionRequest> parse_chat_request(
+    std::string_view body, const GenerationConfig& defaults = request_defaults());
+/// Parses a (legacy) completion body; `defaults` as for parse_chat_request.
+ApiResult<CompletionRequest> parse_completion_request(
+    std::string_view body, const GenerationConfig& defaults = request_defaults());
 
 }  // namespace geniex::server

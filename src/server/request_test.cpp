@@ -36,16 +36,18 @@ ApiError completion_err(const std::string& body) {
 
 const std::string kMsgs = R"("model":"m","messages":[{"role":"user","content":"hi"}])";
 
-TEST(ChatRequest, MinimalBodyGetsOpenAiDefaults) {
+TEST(ChatRequest, MinimalBodyGetsTheDefaultServerSettings) {
   const auto r = chat_ok("{" + kMsgs + "}");
   EXPECT_EQ(r.model, "m");
   ASSERT_EQ(r.messages.size(), 1u);
   EXPECT_EQ(r.messages[0].role, "user");
   EXPECT_EQ(r.messages[0].content, "hi");
-  EXPECT_FLOAT_EQ(r.config.temperature, 1.0f);
-  EXPECT_FLOAT_EQ(r.config.top_p, 1.0f);
-  EXPECT_EQ(r.config.top_k, 0);
-  EXPECT_FLOAT_EQ(r.config.min_p, 0.0f);
+  // geniex run's (llama.cpp's) sampling, as a server started without sampling flags uses.
+  EXPECT_FLOAT_EQ(r.config.temperature, 0.8f);
+  EXPECT_FLOAT_EQ(r.config.top_p, 0.95f);
+  EXPECT_EQ(r.config.top_k, 40);
+  EXPECT_FLOAT_EQ(r.config.min_p, 0.05f);
+  EXPECT_FALSE(r.config.seed.has_value());
   EXPECT_EQ(r.config.max_tokens, -1);  // fill the context
   EXPECT_FALSE(r.stream);
   EXPECT_EQ(r.logprobs, -1);
@@ -89,8 +91,79 @@ TEST(ChatRequest, ContentPartsStopStringAndNulls) {
   EXPECT_EQ(r.messages[1].content, "a\nb");
   EXPECT_EQ(r.messages[2].content, "");
   EXPECT_EQ(r.config.stop, (std::vector<std::string>{"x"}));
-  EXPECT_FLOAT_EQ(r.config.temperature, 1.0f);
+  EXPECT_FLOAT_EQ(r.config.temperature, 0.8f);  // null = not given: the default
   EXPECT_FALSE(r.config.seed.has_value());
+}
+
+GenerationConfig server_defaults() {
+  GenerationConfig d = request_defaults();
+  d.max_tokens = 5;
+  d.temperature = 0.3f;
+  d.top_k = 7;
+  d.top_p = 0.5f;
+  d.min_p = 0.2f;
+  d.repetition_penalty = 1.1f;
+  d.presence_penalty = 0.4f;
+  d.frequency_penalty = 0.6f;
+  d.penalty_last_n = 32;
+  d.seed = 99;
+  d.stop = {"END"};
+  d.ignore_eos = true;
+  return d;
+}
+
+TEST(ChatRequest, OmittedFieldsTakeTheServerDefaults) {
+  const auto r = parse_chat_request("{" + kMsgs + R"(,"temperature":null})", server_defaults());
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(r));
+  const GenerationConfig& c = std::get<CompletionRequest>(r).config;
+  EXPECT_EQ(c.max_tokens, 5);
+  EXPECT_FLOAT_EQ(c.temperature, 0.3f);
+  EXPECT_EQ(c.top_k, 7);
+  EXPECT_FLOAT_EQ(c.top_p, 0.5f);
+  EXPECT_FLOAT_EQ(c.min_p, 0.2f);
+  EXPECT_FLOAT_EQ(c.repetition_penalty, 1.1f);
+  EXPECT_FLOAT_EQ(c.presence_penalty, 0.4f);
+  EXPECT_FLOAT_EQ(c.frequency_penalty, 0.6f);
+  EXPECT_EQ(c.penalty_last_n, 32);
+  ASSERT_TRUE(c.seed.has_value());
+  EXPECT_EQ(*c.seed, 99u);
+  EXPECT_EQ(c.stop, (std::vector<std::string>{"END"}));
+  EXPECT_TRUE(c.ignore_eos);
+  // The completions endpoint too, max_tokens included (not OpenAI's 16).
+  const auto t = parse_completion_request(R"({"prompt":"x"})", server_defaults());
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(t));
+  EXPECT_EQ(std::get<CompletionRequest>(t).config.max_tokens, 5);
+  EXPECT_EQ(std::get<CompletionRequest>(t).config.top_k, 7);
+}
+
+TEST(ChatRequest, TheRequestsOwnValuesWin) {
+  const auto r = parse_chat_request(
+      "{" + kMsgs +
+          R"(,"max_tokens":9,"temperature":1.5,"top_k":3,"top_p":0.9,"min_p":0.01,
+          "repeat_penalty":1.3,"presence_penalty":0,"frequency_penalty":0,"repeat_last_n":-1,
+          "seed":1,"stop":[],"ignore_eos":false})",
+      server_defaults());
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(r));
+  const GenerationConfig& c = std::get<CompletionRequest>(r).config;
+  EXPECT_EQ(c.max_tokens, 9);
+  EXPECT_FLOAT_EQ(c.temperature, 1.5f);
+  EXPECT_EQ(c.top_k, 3);
+  EXPECT_FLOAT_EQ(c.top_p, 0.9f);
+  EXPECT_FLOAT_EQ(c.min_p, 0.01f);
+  EXPECT_FLOAT_EQ(c.repetition_penalty, 1.3f);
+  EXPECT_FLOAT_EQ(c.presence_penalty, 0.0f);
+  EXPECT_FLOAT_EQ(c.frequency_penalty, 0.0f);
+  EXPECT_EQ(c.penalty_last_n, -1);
+  EXPECT_EQ(*c.seed, 1u);
+  EXPECT_TRUE(c.stop.empty());  // an explicit empty list replaces the server's stops
+  EXPECT_FALSE(c.ignore_eos);
+}
+
+TEST(ChatRequest, AnyModelNameOrNoneIsAccepted) {
+  EXPECT_EQ(chat_ok(R"({"model":"gpt-4o","messages":[{"role":"user","content":"x"}]})").model,
+            "gpt-4o");
+  EXPECT_EQ(chat_ok(R"({"messages":[{"role":"user","content":"x"}]})").model, "");
+  EXPECT_EQ(chat_err(R"({"model":5,"messages":[{"role":"user","content":"x"}]})").param, "model");
 }
 
 TEST(ChatRequest, MalformedBodiesAre400WithoutParam) {
@@ -148,7 +221,6 @@ TEST(ChatRequest, BadValuesName400Param) {
       {R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content"},
       {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
        "messages[0].content[0].type"},
-      {R"({"messages":[{"role":"user","content":"x"}]})", "model"},
       {R"({"model":"m"})", "messages"},
   };
   for (const auto& c : cases) {

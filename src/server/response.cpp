@@ -1,6 +1,8 @@
 #include "server/response.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 
 // Strings may hold invalid UTF-8 (a token can be part of a character): every dump here uses
@@ -163,6 +165,28 @@ Json usage_chunk_json(Endpoint endpoint, const ResponseMeta& meta, const Usage& 
   Json j = meta_json(endpoint, meta, true);
   j["choices"] = Json::array();
   j["usage"] = usage_json(usage);
+  return j;
+}
+
+Json generation_settings_json(const GenerationConfig& c) {
+  const auto round6 = [](float f) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.6g", static_cast<double>(f));
+    return std::strtod(buf, nullptr);
+  };
+  Json j;
+  j["max_tokens"] = c.max_tokens;
+  j["temperature"] = round6(c.temperature);
+  j["top_k"] = c.top_k;
+  j["top_p"] = round6(c.top_p);
+  j["min_p"] = round6(c.min_p);
+  j["repeat_penalty"] = round6(c.repetition_penalty);
+  j["presence_penalty"] = round6(c.presence_penalty);
+  j["frequency_penalty"] = round6(c.frequency_penalty);
+  j["repeat_last_n"] = c.penalty_last_n;
+  j["seed"] = c.seed ? Json(*c.seed) : Json(-1);
+  j["stop"] = c.stop;
+  j["ignore_eos"] = c.ignore_eos;
   return j;
 }
 

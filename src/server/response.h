@@ -80,6 +80,13 @@ std::string sse_event(const Json& j);
 /// "data: [DONE]\n\n".
 std::string sse_done();
 
+/// A request's default settings as GET /props reports them (llama-server's
+/// "default_generation_settings" with geniex serve's flag names): max_tokens (-1 = no server
+/// default), temperature, top_k, top_p, min_p, repeat_penalty, presence_penalty,
+/// frequency_penalty, repeat_last_n, seed (-1 = random per request), stop, ignore_eos. Floats are
+/// rounded to 6 significant digits (0.8, not 0.800000011920929).
+Json generation_settings_json(const GenerationConfig& c);
+
 /// JSON text with invalid UTF-8 replaced (model text may contain partial sequences).
 std::string dump(const Json& j);
 

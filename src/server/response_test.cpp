@@ -113,5 +113,19 @@ TEST(Response, SseFramingAndIds) {
   EXPECT_NE(a, b);
 }
 
+TEST(Response, GenerationSettingsRoundFloatsAndReportUnsetSeedAsMinusOne) {
+  GenerationConfig c;
+  c.max_tokens = -1;
+  Json j = generation_settings_json(c);
+  EXPECT_EQ(j.dump(), R"({"max_tokens":-1,"temperature":0.8,"top_k":40,"top_p":0.95,"min_p":0.05,)"
+                      R"("repeat_penalty":1.0,"presence_penalty":0.0,"frequency_penalty":0.0,)"
+                      R"("repeat_last_n":64,"seed":-1,"stop":[],"ignore_eos":false})");
+  c.seed = 7;
+  c.stop = {"a"};
+  j = generation_settings_json(c);
+  EXPECT_EQ(j["seed"], 7);
+  EXPECT_EQ(j["stop"], Json::array({"a"}));
+}
+
 }  // namespace
 }  // namespace geniex::server

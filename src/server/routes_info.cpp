@@ -43,6 +43,18 @@ void add_info_routes(httplib::Server& http, ServerState& st) {
     res.status = draining ? 503 : 200;
     res.set_content(dump(j), "application/json");
   });
+  // llama-server's /props, in part: what a client needs to know about this server's defaults.
+  http.Get("/props", [&st](const httplib::Request&, httplib::Response& res) {
+    const ModelInfo& info = st.model.info();
+    Json j;
+    j["model"] = st.options.model_id;
+    j["n_ctx"] = info.n_ctx;
+    j["total_slots"] = st.admission.parallel();
+    j["queue"] = st.admission.queue_capacity();
+    j["chat_template_origin"] = info.chat_template_origin;
+    j["default_generation_settings"] = generation_settings_json(st.options.defaults);
+    res.set_content(dump(j), "application/json");
+  });
   http.Get("/metrics", [&st](const httplib::Request&, httplib::Response& res) {
     res.set_content(st.metrics.render(st.gauges()), "text/plain; version=0.0.4; charset=utf-8");
   });

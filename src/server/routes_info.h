@@ -1,4 +1,5 @@
-// The small GET routes: /v1/models, /v1/models/{id}, /health, /metrics and the chat page at /.
+// The small GET routes: /v1/models, /v1/models/{id}, /health, /props (the model's context and
+// chat template origin, the request defaults), /metrics and the chat page at /.
 #pragma once
 
 #include "server/api_error.h"

@@ -11,6 +11,7 @@
 #include "geniex/geniex.hpp"
 #include "server/admission.h"
 #include "server/metrics.h"
+#include "server/request.h"
 #include "server/token_texts.h"
 
 namespace geniex::server {
@@ -25,6 +26,10 @@ struct ServerOptions {
   std::string model_id;                            ///< the name clients send as "model"
   int64_t created = 0;                             ///< unix seconds, reported by /v1/models
   std::chrono::milliseconds shutdown_grace{5000};  ///< in-flight work may finish this long
+  /// What a request gets for the fields it omits (geniex serve's sampling flags; see
+  /// request_defaults for max_tokens -1).
+  GenerationConfig defaults = request_defaults();
+  bool access_log = true;  ///< one line per request on stderr (see access_log.h)
 };
 
 struct ServerState {

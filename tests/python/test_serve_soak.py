@@ -1,6 +1,8 @@
 """A bounded soak of `geniex serve` on the real model: many clients at once (streamed and whole
 requests, malformed bodies, clients that hang up mid-stream or before reading) for a fixed time.
-Afterwards: no crash, no 5xx, metrics back to idle, the server still answers, RSS growth bounded.
+Afterwards: no crash, no 5xx, metrics back to idle, the server still answers, RSS growth bounded,
+and the access log (read as it is written, so the pipe never fills) has one well-formed line per
+answered request and none of the content.
 
 GENIEX_SOAK_SECONDS (default 20) and GENIEX_SOAK_CLIENTS (default 32) make longer manual runs,
 e.g. GENIEX_SOAK_SECONDS=300 GENIEX_SOAK_CLIENTS=64 pytest tests/python/test_serve_soak.py
@@ -14,6 +16,8 @@ import random
 import socket
 import threading
 import time
+
+import re
 
 import psutil
 import requests
@@ -92,6 +96,10 @@ def client_loop(srv, seed, deadline, stats, errors):
 
 def test_soak_many_clients_with_disconnects(geniex_bin, gemma_gguf):
     srv = start_server(geniex_bin, gemma_gguf, "--parallel", "4", "--queue", "16")
+    err_lines: list[str] = []
+    drain = threading.Thread(target=lambda: err_lines.extend(iter(srv.proc.stderr.readline, "")),
+                             daemon=True)
+    drain.start()
     try:
         proc = psutil.Process(srv.proc.pid)
         stats: collections.Counter = collections.Counter()
@@ -123,3 +131,11 @@ def test_soak_many_clients_with_disconnects(geniex_bin, gemma_gguf):
         assert r.status_code == 200
     finally:
         assert srv.stop() == 0
+    drain.join(timeout=10)
+    access = [ln for ln in err_lines if " access: " in ln]
+    fmt = re.compile(r"geniex serve: access: (GET|POST) \S+ \d{3} in=(\d+|-) out=(\d+|-) "
+                     r"ms=(\d+\.\d|-)( client-closed)?\n")
+    assert all(fmt.fullmatch(ln) for ln in access), [ln for ln in access if not fmt.fullmatch(ln)][:3]
+    answered = sum(v for k, v in stats.items() if isinstance(k, int))
+    assert len(access) >= answered, (len(access), answered)
+    assert not any(p in "".join(err_lines) for p in PROMPTS)
