@@ -11,6 +11,7 @@
 #include "backends/cpu/exec_plan.h"
 #include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/vec_dot.h"
+#include "backends/cpu/weight_cache.h"
 #include "core/thread_pool.h"
 #include "graph/ref_ops.h"
 #include "quant/quant.h"
@@ -53,6 +54,9 @@ struct Val {
   uint8_t* state = nullptr;      // writable bytes of a state
   size_t raw_size = 0;
   GgmlType type = GgmlType::kF32;
+  // Weights, as the prepare step left them for their kernels (prepare_*_weights):
+  const cpu::PackedMatrix* packed = nullptr;  // a matmul's packed copy (matmuls, tied tables)
+  const uint8_t* bytes = nullptr;             // raw's huge-page copy, or raw; null: unprepared
 };
 
 class CpuBackend final : public Backend {
@@ -89,9 +93,20 @@ class CpuBackend final : public Backend {
   }
 
   Status run(const graph::Graph& g, const graph::Bindings& b) override;
+  Status prepare(const graph::Graph& g, const graph::Bindings& b) override;
 
  private:
   Status bind(const graph::Graph& g, const graph::BindingsAccess& b);
+  // Weight preparation: every weight of `g` (bound by bind()) in the form its ops' kernels read,
+  // made at the first prepare for its bytes and kept in weights_; run_op only reads vals_. One
+  // function per op family.
+  Status prepare_weights(const graph::Graph& g);
+  void prepare_matmul_weights(const graph::Graph& g, NodeId id);
+  void prepare_embedding_weights(const graph::Graph& g, NodeId id);
+  Status prepare_attention_weights(const graph::Graph& g, NodeId id);
+  Status prepare_f32_weights(const graph::Graph& g, NodeId id, std::span<const size_t> inputs);
+  // Input `in` of an op, when it is a non-F32 weight the op reads as F32: its dequantized copy.
+  Status prepare_f32_weight(const graph::Graph& g, NodeId in);
   Result<const float*> f32_of(const graph::Graph& g, NodeId id);
   Status run_op(const graph::Graph& g, NodeId id, float* out);
   // Names a matmul's activation node for reuse of its quantization within this run (not with
@@ -110,32 +125,11 @@ class CpuBackend final : public Backend {
   cpu::ExecPlan plan_;
   uint64_t plan_key_ = 0;
   std::vector<NodeId> plan_outputs_;
-  // Dequantized copies of non-F32 weights read as F32 (e.g. F16 norms), by data address.
-  std::unordered_map<const uint8_t*, std::vector<float>> dequantized_;
-  // Matmul weights repacked for the row-interleaved kernels at first use, by data address (null:
-  // the type or shape has no packed kernel). Weights are immutable while bound.
-  std::unordered_map<const uint8_t*, std::unique_ptr<cpu::PackedMatrix>> packed_;
-  // Large matmul weights without a packed layout, copied onto huge pages at first use, by data
-  // address (null: left where they are). Tied embeddings read the copy too.
-  std::unordered_map<const uint8_t*, std::unique_ptr<HugeBuffer>> copied_;
-
-  // W's bytes as the kernels should read them: its huge-page copy if there is one, else W. With
-  // `make_copy`, the copy is attempted at the first call (matmuls); without, only looked up
-  // (embeddings of a table a matmul also reads).
-  const uint8_t* weight_bytes(const Val& wv, bool make_copy);
+  cpu::WeightCache weights_;
+  // F32 values of non-F32 states and cache writes read as F32, by data address (remade at every
+  // read: states change between ops).
+  std::unordered_map<const uint8_t*, std::vector<float>> state_f32_;
 };
-
-const uint8_t* CpuBackend::weight_bytes(const Val& wv, bool make_copy) {
-  auto it = copied_.find(wv.raw);
-  if (it == copied_.end()) {
-    if (!make_copy) return wv.raw;
-    it = copied_
-             .emplace(wv.raw,
-                      cpu::copy_to_huge_pages(pool_, std::span<const uint8_t>(wv.raw, wv.raw_size)))
-             .first;
-  }
-  return it->second != nullptr && it->second->size() == wv.raw_size ? it->second->data() : wv.raw;
-}
 
 Status CpuBackend::bind(const graph::Graph& g, const graph::BindingsAccess& b) {
   for (NodeId id = 0; id < g.size(); ++id) {
@@ -199,21 +193,119 @@ Status CpuBackend::bind(const graph::Graph& g, const graph::BindingsAccess& b) {
   return {};
 }
 
+Status CpuBackend::prepare(const graph::Graph& g, const graph::Bindings& bindings) {
+  const graph::BindingsAccess b(bindings);
+  vals_.assign(g.size(), Val{});
+  GENIEX_TRY(bind(g, b));
+  return prepare_weights(g);
+}
+
+Status CpuBackend::prepare_weights(const graph::Graph& g) {
+  // Matmuls first: an embedding table that is also a matmul weight (a tied LM head) then reads
+  // the copy its matmul made, from the first run on.
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.role == NodeRole::kOp && n.op == OpKind::kMatMul) prepare_matmul_weights(g, id);
+  }
+  // The F32 operands of each op family (I32 operands and states are never prepared).
+  static constexpr size_t kFirst[] = {0}, kFirstTwo[] = {0, 1}, kRope[] = {0, 2}, kSecond[] = {1};
+  for (NodeId id = 0; id < g.size(); ++id) {
+    const Node& n = g.node(id);
+    if (n.role != NodeRole::kOp) continue;
+    Status s;
+    switch (n.op) {
+      case OpKind::kMatMul: s = prepare_f32_weights(g, id, kSecond); break;
+      case OpKind::kEmbedding: prepare_embedding_weights(g, id); break;
+      case OpKind::kAttention: s = prepare_attention_weights(g, id); break;
+      case OpKind::kRope: s = prepare_f32_weights(g, id, kRope); break;
+      case OpKind::kCacheWrite: s = prepare_f32_weights(g, id, kSecond); break;
+      case OpKind::kRmsNorm:
+      case OpKind::kGlu:
+      case OpKind::kMul:
+      case OpKind::kAdd: s = prepare_f32_weights(g, id, kFirstTwo); break;
+      case OpKind::kSoftmax:
+      case OpKind::kGelu:
+      case OpKind::kSilu:
+      case OpKind::kScale:
+      case OpKind::kSoftcap:
+      case OpKind::kReshape:
+      case OpKind::kGetRows: s = prepare_f32_weights(g, id, kFirst); break;
+    }
+    if (!s.ok()) {
+      return Status(s.code(),
+                    who(g, id) + " (" + std::string(graph::op_name(n.op)) + "): " + s.message());
+    }
+  }
+  return {};
+}
+
+void CpuBackend::prepare_matmul_weights(const graph::Graph& g, NodeId id) {
+  const NodeId w = g.node(id).inputs[0];
+  if (g.node(w).role != NodeRole::kWeight) return;  // a state: read where it is
+  const graph::TensorDesc& d = g.node(w).desc;
+  Val& v = vals_[w];
+  const auto prepared = weights_.prepare_matmul(
+      pool_, d.dtype, std::span<const uint8_t>(v.raw, v.raw_size), d.ne[0], d.ne[1]);
+  v.packed = prepared.packed;
+  v.bytes = prepared.bytes;
+}
+
+void CpuBackend::prepare_embedding_weights(const graph::Graph& g, NodeId id) {
+  const NodeId t = g.node(id).inputs[0];
+  if (g.node(t).role != NodeRole::kWeight) return;
+  Val& v = vals_[t];
+  const graph::TensorDesc& d = g.node(t).desc;
+  const auto table =
+      weights_.find_table(d.dtype, std::span<const uint8_t>(v.raw, v.raw_size), d.ne[0], d.ne[1]);
+  v.packed = table.packed;
+  v.bytes = table.bytes;
+}
+
+Status CpuBackend::prepare_attention_weights(const graph::Graph& g, NodeId id) {
+  const auto& in = g.node(id).inputs;
+  GENIEX_TRY(prepare_f32_weight(g, in[0]));
+  // K and V weights: F16 rows are read in place, any other type as F32 (a Q8_0 / Q4_0 K or V is
+  // read in place only as a state or cache write).
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    if (g.node(in[i]).desc.dtype != GgmlType::kF16) GENIEX_TRY(prepare_f32_weight(g, in[i]));
+  }
+  return {};
+}
+
+Status CpuBackend::prepare_f32_weights(const graph::Graph& g, NodeId id,
+                                       std::span<const size_t> inputs) {
+  const auto& in = g.node(id).inputs;
+  for (size_t i : inputs) {
+    if (i < in.size()) GENIEX_TRY(prepare_f32_weight(g, in[i]));
+  }
+  return {};
+}
+
+Status CpuBackend::prepare_f32_weight(const graph::Graph& g, NodeId in) {
+  const Node& n = g.node(in);
+  Val& v = vals_[in];
+  if (n.role != NodeRole::kWeight || v.f != nullptr) return {};
+  GENIEX_ASSIGN_OR_RETURN(
+      v.f, weights_.dequantized(n.desc.dtype, std::span<const uint8_t>(v.raw, v.raw_size),
+                                n.desc.ne[0], n.desc.nrows()));
+  return {};
+}
+
 Result<const float*> CpuBackend::f32_of(const graph::Graph& g, NodeId id) {
   Val& v = vals_[id];
   if (v.f != nullptr) return v.f;
   const Node& n = g.node(id);
-  if (v.raw == nullptr) return internal_error(who(g, id) + " has no F32 value");
-  auto& buf = dequantized_[v.raw];
+  if (v.raw == nullptr || n.role == NodeRole::kWeight) {
+    return internal_error(who(g, id) + " has no F32 value");  // weights: prepare_weights()
+  }
+  auto& buf = state_f32_[v.raw];
   const auto row = ggml_row_bytes(n.desc.dtype, static_cast<uint64_t>(n.desc.ne[0]));
   if (!row) return invalid_argument(who(g, id) + ": row is not whole blocks");
-  if (buf.size() != sz(n.desc.nelements()) || n.role != NodeRole::kWeight) {
-    buf.resize(sz(n.desc.nelements()));
-    for (int64_t r = 0; r < n.desc.nrows(); ++r) {
-      GENIEX_TRY(quant::dequantize_row(
-          n.desc.dtype, std::span<const uint8_t>(v.raw + sz(r) * *row, *row),
-          std::span<float>(buf).subspan(sz(r * n.desc.ne[0]), sz(n.desc.ne[0]))));
-    }
+  buf.resize(sz(n.desc.nelements()));
+  for (int64_t r = 0; r < n.desc.nrows(); ++r) {
+    GENIEX_TRY(quant::dequantize_row(
+        n.desc.dtype, std::span<const uint8_t>(v.raw + sz(r) * *row, *row),
+        std::span<float>(buf).subspan(sz(r * n.desc.ne[0]), sz(n.desc.ne[0]))));
   }
   v.f = buf.data();
   return v.f;
@@ -244,41 +336,27 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
   };
   switch (n.op) {
     case OpKind::kEmbedding: {
-      // A table that is also a packed matmul weight (tied embeddings): read the packed copy.
-      const auto it = packed_.find(vals_[in[0]].raw);
-      if (it != packed_.end() && it->second != nullptr && it->second->type == desc(0).dtype &&
-          it->second->k == desc(0).ne[0] && it->second->n == desc(0).ne[1]) {
+      // The table as prepare_embedding_weights() left it: a tied LM head's packed copy (its
+      // original pages were released), else its huge-page copy or the table itself.
+      const Val& tv = vals_[in[0]];
+      if (tv.packed != nullptr) {
         GENIEX_ASSIGN_OR_RETURN(const bool done,
-                                cpu::embedding_packed(pool_, *it->second, ispan(1), out));
+                                cpu::embedding_packed(pool_, *tv.packed, ispan(1), out));
         if (done) return {};
       }
-      // Otherwise the huge-page copy a matmul made of it, if any (its file pages were released).
-      const uint8_t* table = weight_bytes(vals_[in[0]], /*make_copy=*/false);
-      return cpu::embedding(pool_, desc(0).dtype,
-                            std::span<const uint8_t>(table, vals_[in[0]].raw_size), desc(0).ne[0],
-                            desc(0).ne[1], ispan(1), out);
+      const uint8_t* table = tv.bytes != nullptr ? tv.bytes : tv.raw;
+      return cpu::embedding(pool_, desc(0).dtype, std::span<const uint8_t>(table, tv.raw_size),
+                            desc(0).ne[0], desc(0).ne[1], ispan(1), out);
     }
     case OpKind::kMatMul: {
+      // W as prepare_matmul_weights() left it: packed, on huge pages, or in place.
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
       const Val& wv = vals_[in[0]];
-      if (g.node(in[0]).role == NodeRole::kWeight && cpu::repack_enabled(desc(0).dtype) &&
-          ::geniex::cpu::can_repack(desc(0).dtype)) {
-        auto [it, fresh] = packed_.try_emplace(wv.raw);
-        const cpu::PackedMatrix* pm = it->second.get();
-        if (fresh || (pm != nullptr && (pm->type != desc(0).dtype || pm->k != desc(0).ne[0] ||
-                                        pm->n != desc(0).ne[1]))) {
-          it->second =
-              cpu::pack_matrix(pool_, desc(0).dtype, std::span<const uint8_t>(wv.raw, wv.raw_size),
-                               desc(0).ne[0], desc(0).ne[1]);
-          pm = it->second.get();
-        }
-        if (pm != nullptr) {
-          return cpu::matmul_packed(pool_, scratch_, *pm, x, desc(1).nrows(), out,
-                                    act_source(in[1]));
-        }
+      if (wv.packed != nullptr) {
+        return cpu::matmul_packed(pool_, scratch_, *wv.packed, x, desc(1).nrows(), out,
+                                  act_source(in[1]));
       }
-      const uint8_t* wb =
-          g.node(in[0]).role == NodeRole::kWeight ? weight_bytes(wv, /*make_copy=*/true) : wv.raw;
+      const uint8_t* wb = wv.bytes != nullptr ? wv.bytes : wv.raw;
       return cpu::matmul(pool_, scratch_, desc(0).dtype, std::span<const uint8_t>(wb, wv.raw_size),
                          desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out, act_source(in[1]));
     }
@@ -469,6 +547,7 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
     }
   }
   GENIEX_TRY(bind(g, b));
+  GENIEX_TRY(prepare_weights(g));  // made by an earlier prepare or run: only looked up
   // Plans depend only on the graph and which nodes are outputs: reuse the last one for the same
   // graph (decode steps rerun one cached graph).
   std::vector<NodeId> out_ids;

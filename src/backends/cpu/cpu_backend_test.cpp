@@ -354,6 +354,51 @@ TEST(CpuBackend, EmbeddingOfAPackedTableReadsThePackedCopy) {
   }
 }
 
+// Weight preparation is the prepare step's job, not the ops': after prepare(), the packed copy of a
+// Q8_0 matmul weight and the dequantized copy of an F16 norm weight exist, so overwriting the
+// caller's bytes before the first run changes nothing (a lazily made copy would read the new
+// bytes). The results equal the reference over the original weights, bit for bit for the norm.
+TEST(CpuBackend, PrepareMakesEveryWeightCopyBeforeTheFirstRun) {
+  const int64_t k = 64, n = 24;
+  auto w = make_weight(GgmlType::kQ8_0, k, n, 41);
+  auto nw = make_weight(kF16, k, 1, 42);
+  const auto x = gaussian(sz(2 * k), 1.0f, 43);
+  Graph g;
+  NodeId wn = g.add_weight(make_desc(GgmlType::kQ8_0, k, n), "w");
+  NodeId nn = g.add_weight(make_desc(kF16, k), "norm");
+  NodeId xn = g.add_input(make_desc(kF32, k, 2), "x");
+  OpParams np;
+  np.eps = 1e-6f;
+  NodeId normed = add(g, OpKind::kRmsNorm, {xn, nn}, np);
+  NodeId y = add(g, OpKind::kMatMul, {wn, normed});
+  std::vector<float> want_y(sz(2 * n)), want_norm(sz(2 * k));
+  auto bind = [&](Bindings& b, std::vector<float>& yv, std::vector<float>& nv) {
+    b.bind_weight(wn, GgmlType::kQ8_0, w);
+    b.bind_weight(nn, kF16, nw);
+    b.bind_input(xn, std::span<const float>(x));
+    b.bind_output(y, yv);
+    b.bind_output(normed, nv);
+  };
+  {
+    Bindings rb;
+    bind(rb, want_y, want_norm);
+    ASSERT_TRUE(graph::run_reference(g, rb).ok());
+  }
+  if (!cpu::repack_enabled(GgmlType::kQ8_0)) GTEST_SKIP() << "Q8_0 is not repacked here";
+  auto be = backend_with(2);
+  ASSERT_NE(be, nullptr);
+  std::vector<float> got_y(want_y.size()), got_norm(want_norm.size());
+  Bindings b;
+  bind(b, got_y, got_norm);
+  ASSERT_TRUE(be->prepare(g, b).ok());
+  for (auto& byte : w) byte ^= 0x5A;
+  for (auto& byte : nw) byte ^= 0x21;
+  ASSERT_TRUE(be->run(g, b).ok());
+  expect_close(got_y, want_y, kMatMulTol, "matmul over the prepared packed copy");
+  EXPECT_EQ(std::memcmp(got_norm.data(), want_norm.data(), want_norm.size() * sizeof(float)), 0)
+      << "the norm read its prepared F32 copy";
+}
+
 // A small decoder block end to end (embedding -> norm -> projections -> rope -> cache ->
 // attention -> output projection -> residual -> glu FFN -> last-token logits).
 

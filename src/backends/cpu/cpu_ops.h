@@ -73,7 +73,7 @@ struct PackedMatrix {
   HugeBuffer data;  ///< on huge pages where granted: decode streams all of it every step
 };
 
-/// Which weights are repacked into the kernels' row-interleaved layouts at first use.
+/// Which weights the prepare step repacks into the kernels' row-interleaved layouts.
 /// Default: Q4_0; Q8_0 and Q5_0, whose packed kernels give the row kernels' results bit for bit,
 /// GEMV and GEMM, so packing them changes no output (kernels/README.md); and Q4_K on x86, whose
 /// packed kernel sums in another float order than the row kernel (one fma per super-block

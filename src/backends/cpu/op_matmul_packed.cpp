@@ -1,4 +1,4 @@
-// Matmul over weights repacked at first use into the kernels' row-interleaved layout
+// Matmul over weights repacked by the prepare step into the kernels' row-interleaved layout
 // (kernels/repack.h). The packed copy replaces the original for this backend's matmuls; the
 // original pages (file-backed when the weights come from a GGUF mapping) are handed back to the
 // kernel after packing, so resident memory does not double.
