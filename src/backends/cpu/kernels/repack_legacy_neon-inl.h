@@ -145,27 +145,11 @@ GENIEX_NEON_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const u
     }
     return;
   }
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
-  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
-    const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += kPackedCols) {
-      const int m = static_cast<int>(std::min<int64_t>(kPackedCols, nc - c0));
-      const uint8_t* rows[kPackedCols];
-      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
-      for (int64_t g = g0; g < g1; ++g) {
-        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
-        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
-        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
-        switch (m) {
-          case 4: x8_tile<kQ8, 4>(nb, wg, rows, o, out_stride, nrows); break;
-          case 3: x8_tile<kQ8, 3>(nb, wg, rows, o, out_stride, nrows); break;
-          case 2: x8_tile<kQ8, 2>(nb, wg, rows, o, out_stride, nrows); break;
-          default: x8_tile<kQ8, 1>(nb, wg, rows, o, out_stride, nrows); break;
-        }
-      }
-    }
-  }
+  packed_gemm_tiles<PackedTiling{.chunk_bytes = 32u << 10, .max_cols = kPackedCols}>(
+      kPackedCols, gb, w, nr, a, a_stride, nc, out, out_stride,
+      [&]<int NC>(const uint8_t* wg, const uint8_t* const* rows, float* o, int nrows,
+                  const uint8_t* /*pf*/)
+          GENIEX_NEON_TARGET { x8_tile<kQ8, NC>(nb, wg, rows, o, out_stride, nrows); });
 }
 
 PackedGemmFn packed_gemm_for_type(GgmlType t) {

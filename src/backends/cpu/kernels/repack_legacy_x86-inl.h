@@ -270,7 +270,6 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
                                size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nb = static_cast<size_t>(k / 32);
   const size_t gb = nb * (kQ8 ? detail::kQ8_0x8Block : detail::kQ5_0x8Block);
-  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   if (nc == 1 && !batch_invariant()) {
     packed_gemv_lockstep(nr, gb, w, out,
                          [&]<int G>(const uint8_t* const* ws, float* const* os, const int* rs) {
@@ -278,42 +277,21 @@ GENIEX_X86_TARGET void x8_gemm(int64_t k, const uint8_t* w, int64_t nr, const ui
                          });
     return;
   }
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>((128u << 10) / std::max<size_t>(1, gb)));
   // A tile's activation rows and its group are read once per block: keep them within L1
   // (32 KiB; 8 rows of K = 2048 are 22 KiB, a Q8_0 group 17 KiB), else take 4 rows per pass.
-  const int64_t cols =
+  // AVX2: the last tile over a chunk prefetches the next chunk, group for group, block for
+  // block, so the next chunk's first tile reads L2 instead of waiting on memory.
+  const int cols =
       kPackedColsX8 > 4 && static_cast<size_t>(kPackedColsX8) * a_stride + gb > (28u << 10)
           ? 4
           : kPackedColsX8;
-  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
-    const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += cols) {
-      const int m = static_cast<int>(std::min<int64_t>(cols, nc - c0));
-      const uint8_t* rows[kPackedColsX8];
-      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
-      for (int64_t g = g0; g < g1; ++g) {
-        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
-        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
-        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
-        // AVX2: the last tile over a chunk prefetches the next chunk, group for group, block for
-        // block, so the next chunk's first tile reads L2 instead of waiting on memory.
-        const uint8_t* pf = !GENIEX_X86_VNNI && c0 + cols >= nc && g + chunk < ngroups
-                                ? wg + static_cast<size_t>(chunk) * gb
-                                : nullptr;
-        switch (m) {
-          case 8: x8_tile<kQ8, 8>(nb, wg, rows, o, out_stride, nrows, pf); break;
-          case 7: x8_tile<kQ8, 7>(nb, wg, rows, o, out_stride, nrows, pf); break;
-          case 6: x8_tile<kQ8, 6>(nb, wg, rows, o, out_stride, nrows, pf); break;
-          case 5: x8_tile<kQ8, 5>(nb, wg, rows, o, out_stride, nrows, pf); break;
-          case 4: x8_tile<kQ8, 4>(nb, wg, rows, o, out_stride, nrows, pf); break;
-          case 3: x8_tile<kQ8, 3>(nb, wg, rows, o, out_stride, nrows, pf); break;
-          case 2: x8_tile<kQ8, 2>(nb, wg, rows, o, out_stride, nrows, pf); break;
-          default: x8_tile<kQ8, 1>(nb, wg, rows, o, out_stride, nrows, pf); break;
-        }
-      }
-    }
-  }
+  packed_gemm_tiles<PackedTiling{.chunk_bytes = 128u << 10,
+                                 .max_cols = kPackedColsX8,
+                                 .prefetch_next_chunk = !GENIEX_X86_VNNI}>(
+      cols, gb, w, nr, a, a_stride, nc, out, out_stride,
+      [&]<int NC>(const uint8_t* wg, const uint8_t* const* rows, float* o, int nrows,
+                  const uint8_t* pf)
+          GENIEX_X86_TARGET { x8_tile<kQ8, NC>(nb, wg, rows, o, out_stride, nrows, pf); });
 }
 
 PackedGemmFn packed_gemm_for_type(GgmlType t) {

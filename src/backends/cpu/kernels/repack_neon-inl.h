@@ -4,6 +4,10 @@
 // pairwise adds) with the 4 matching activation bytes leaves row r's partial dot in lane r.
 // NOLINT(build/header_guard): included once per target on purpose.
 
+#define GENIEX_PACKED_TARGET GENIEX_NEON_TARGET
+#include "backends/cpu/kernels/packed_tiles-inl.h"  // NOLINT(build/include)
+#undef GENIEX_PACKED_TARGET
+
 inline constexpr int kPackedCols = 4;
 
 // acc[r] += Σ_e w[4r + e] * a[4 * L + e] (lane L of a as 4 int8).
@@ -72,28 +76,11 @@ GENIEX_NEON_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, con
                                     size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nb = static_cast<size_t>(k / 32);
   const size_t gb = nb * detail::kQ4_0x8Block;
-  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
-  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
-    const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += kPackedCols) {
-      const int m = static_cast<int>(std::min<int64_t>(kPackedCols, nc - c0));
-      const uint8_t* rows[kPackedCols];
-      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
-      for (int64_t g = g0; g < g1; ++g) {
-        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
-        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
-        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
-        switch (m) {
-          case 4: q4_0x8_tile<4>(nb, wg, rows, o, out_stride, nrows); break;
-          case 3: q4_0x8_tile<3>(nb, wg, rows, o, out_stride, nrows); break;
-          case 2: q4_0x8_tile<2>(nb, wg, rows, o, out_stride, nrows); break;
-          default: q4_0x8_tile<1>(nb, wg, rows, o, out_stride, nrows); break;
-        }
-      }
-    }
-  }
+  packed_gemm_tiles<PackedTiling{.chunk_bytes = 32u << 10, .max_cols = kPackedCols}>(
+      kPackedCols, gb, w, nr, a, a_stride, nc, out, out_stride,
+      [&]<int NC>(const uint8_t* wg, const uint8_t* const* rows, float* o, int nrows,
+                  const uint8_t* /*pf*/)
+          GENIEX_NEON_TARGET { q4_0x8_tile<NC>(nb, wg, rows, o, out_stride, nrows); });
 }
 
 // Σ over the 8 chunks w[0..7] (4 rows x 4 bytes each) of 4-byte dots with activation bytes

@@ -7,6 +7,10 @@
 // horizontal sums, one linear weight stream per group.
 // NOLINT(build/header_guard): included once per target on purpose.
 
+#define GENIEX_PACKED_TARGET GENIEX_X86_TARGET
+#include "backends/cpu/kernels/packed_tiles-inl.h"  // NOLINT(build/include)
+#undef GENIEX_PACKED_TARGET
+
 // Activation rows per pass over a group: a float accumulator each, plus the 8 unpacked weight
 // vectors (32 ymm registers with AVX-512 VL, 16 with AVX2).
 inline constexpr int kPackedCols = GENIEX_X86_VNNI ? 8 : 4;
@@ -191,7 +195,6 @@ GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
                                    size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nb = static_cast<size_t>(k / 32);
   const size_t gb = nb * detail::kQ4_0x8Block;
-  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   if (nc == 1) {
     packed_gemv_lockstep(nr, gb, w, out,
                          [&]<int G>(const uint8_t* const* ws, float* const* os, const int* rs) {
@@ -199,33 +202,11 @@ GENIEX_X86_TARGET void q4_0x8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
                          });
     return;
   }
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
-  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
-    const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += kPackedCols) {
-      const int m = static_cast<int>(std::min<int64_t>(kPackedCols, nc - c0));
-      const uint8_t* rows[kPackedCols];
-      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
-      for (int64_t g = g0; g < g1; ++g) {
-        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
-        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
-        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
-        switch (m) {
-#if GENIEX_X86_VNNI
-          case 8: q4_0x8_tile<8>(nb, wg, rows, o, out_stride, nrows); break;
-          case 7: q4_0x8_tile<7>(nb, wg, rows, o, out_stride, nrows); break;
-          case 6: q4_0x8_tile<6>(nb, wg, rows, o, out_stride, nrows); break;
-          case 5: q4_0x8_tile<5>(nb, wg, rows, o, out_stride, nrows); break;
-#endif
-          case 4: q4_0x8_tile<4>(nb, wg, rows, o, out_stride, nrows); break;
-          case 3: q4_0x8_tile<3>(nb, wg, rows, o, out_stride, nrows); break;
-          case 2: q4_0x8_tile<2>(nb, wg, rows, o, out_stride, nrows); break;
-          default: q4_0x8_tile<1>(nb, wg, rows, o, out_stride, nrows); break;
-        }
-      }
-    }
-  }
+  packed_gemm_tiles<PackedTiling{.chunk_bytes = 32u << 10, .max_cols = kPackedCols}>(
+      kPackedCols, gb, w, nr, a, a_stride, nc, out, out_stride,
+      [&]<int NC>(const uint8_t* wg, const uint8_t* const* rows, float* o, int nrows,
+                  const uint8_t* /*pf*/)
+          GENIEX_X86_TARGET { q4_0x8_tile<NC>(nb, wg, rows, o, out_stride, nrows); });
 }
 
 // Activation rows per pass of the Q6_Kx8 kernel.
@@ -431,7 +412,6 @@ GENIEX_X86_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
                                    size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nsb = static_cast<size_t>(k / 256);
   const size_t gb = nsb * detail::kQ4_Kx8Block;
-  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
   if (nc == 1) {
     packed_gemv_lockstep(nr, gb, w, out,
                          [&]<int G>(const uint8_t* const* ws, float* const* os, const int* rs) {
@@ -439,27 +419,11 @@ GENIEX_X86_TARGET void q4_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
                          });
     return;
   }
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
-  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
-    const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += kPackedColsQ4K) {
-      const int m = static_cast<int>(std::min<int64_t>(kPackedColsQ4K, nc - c0));
-      const uint8_t* rows[kPackedColsQ4K];
-      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
-      for (int64_t g = g0; g < g1; ++g) {
-        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
-        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
-        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
-        switch (m) {
-          case 4: q4_kx8_tile<4>(nsb, wg, rows, o, out_stride, nrows); break;
-          case 3: q4_kx8_tile<3>(nsb, wg, rows, o, out_stride, nrows); break;
-          case 2: q4_kx8_tile<2>(nsb, wg, rows, o, out_stride, nrows); break;
-          default: q4_kx8_tile<1>(nsb, wg, rows, o, out_stride, nrows); break;
-        }
-      }
-    }
-  }
+  packed_gemm_tiles<PackedTiling{.chunk_bytes = 32u << 10, .max_cols = kPackedColsQ4K}>(
+      kPackedColsQ4K, gb, w, nr, a, a_stride, nc, out, out_stride,
+      [&]<int NC>(const uint8_t* wg, const uint8_t* const* rows, float* o, int nrows,
+                  const uint8_t* /*pf*/)
+          GENIEX_X86_TARGET { q4_kx8_tile<NC>(nsb, wg, rows, o, out_stride, nrows); });
 }
 
 // Q6_Kx8: a piece (half n, sub-block parity h) at a time, read in memory order: per v, a qh
@@ -555,30 +519,11 @@ GENIEX_X86_TARGET void q6_kx8_gemm(int64_t k, const uint8_t* w, int64_t nr, cons
                                    size_t a_stride, int64_t nc, float* out, size_t out_stride) {
   const size_t nsb = static_cast<size_t>(k / 256);
   const size_t gb = nsb * detail::kQ6_Kx8Block;
-  const int64_t ngroups = (nr + kPackRows - 1) / kPackRows;
-  const int64_t chunk =
-      std::max<int64_t>(1, static_cast<int64_t>((32u << 10) / std::max<size_t>(1, gb)));
-  for (int64_t g0 = 0; g0 < ngroups; g0 += chunk) {
-    const int64_t g1 = std::min(ngroups, g0 + chunk);
-    for (int64_t c0 = 0; c0 < nc; c0 += kPackedColsK) {
-      const int m = static_cast<int>(std::min<int64_t>(kPackedColsK, nc - c0));
-      const uint8_t* rows[kPackedColsK];
-      for (int c = 0; c < m; ++c) rows[c] = a + static_cast<size_t>(c0 + c) * a_stride;
-      for (int64_t g = g0; g < g1; ++g) {
-        const int nrows = static_cast<int>(std::min<int64_t>(kPackRows, nr - g * kPackRows));
-        const uint8_t* wg = w + static_cast<size_t>(g) * gb;
-        float* o = out + static_cast<size_t>(c0) * out_stride + static_cast<size_t>(g * kPackRows);
-        switch (m) {
-#if GENIEX_X86_VNNI
-          case 4: q6_kx8_tile<4>(nsb, wg, rows, o, out_stride, nrows); break;
-          case 3: q6_kx8_tile<3>(nsb, wg, rows, o, out_stride, nrows); break;
-#endif
-          case 2: q6_kx8_tile<2>(nsb, wg, rows, o, out_stride, nrows); break;
-          default: q6_kx8_tile<1>(nsb, wg, rows, o, out_stride, nrows); break;
-        }
-      }
-    }
-  }
+  packed_gemm_tiles<PackedTiling{.chunk_bytes = 32u << 10, .max_cols = kPackedColsK}>(
+      kPackedColsK, gb, w, nr, a, a_stride, nc, out, out_stride,
+      [&]<int NC>(const uint8_t* wg, const uint8_t* const* rows, float* o, int nrows,
+                  const uint8_t* /*pf*/)
+          GENIEX_X86_TARGET { q6_kx8_tile<NC>(nsb, wg, rows, o, out_stride, nrows); });
 }
 
 // Q8_0x8 / Q5_0x8 and packed_gemm_for_type().
