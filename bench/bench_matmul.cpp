@@ -3,13 +3,15 @@
 // row counts. Each time is the CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID) of one
 // whole gemm call (activation quantization and preparation excluded), median of REPS runs after
 // one warm-up, so other processes on a shared machine matter less than with wall time. The ISA is
-// the detected one (GENIEX_ISA=avx2|scalar|... caps it).
+// the detected one (--isa avx2|scalar|... caps it; --prefetch BYTES and --streams N set the GEMV
+// knobs of kernels/gemv_tuning.h, which GEMVs through the engine's matmul_packed read).
 //
 // --threads N instead times what the engine runs: cpu::matmul_packed (float activations
 // quantized and prepared, then the packed GEMM split into tasks over a ThreadPool of N), wall
 // clock, median of REPS; "GMAC/s" is rows * K * m per second.
 //
-//   bench_matmul [--reps N] [--threads N] TYPE ROWS K M[,M...]
+//   bench_matmul [--reps N] [--threads N] [--isa NAME] [--prefetch BYTES] [--streams N]
+//                TYPE ROWS K M[,M...]
 //   e.g. bench_matmul q8_0 32768 2048 1,2,4,8,16,64
 #include <algorithm>
 #include <cctype>
@@ -23,6 +25,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/kernels/gemv_tuning.h"
+#include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/repack.h"
 #include "backends/cpu/kernels/vec_dot.h"
 #include "core/dtype.h"
@@ -68,7 +72,8 @@ std::vector<int64_t> parse_list(const std::string& s) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: bench_matmul [--reps N] [--threads N] TYPE ROWS K M[,M...]\n"
+               "usage: bench_matmul [--reps N] [--threads N] [--isa NAME] [--prefetch BYTES]\n"
+               "                    [--streams N] TYPE ROWS K M[,M...]\n"
                "  TYPE: a weight type with a packed layout (q4_0, q5_0, q8_0, q4_k, q6_k)\n");
   return 2;
 }
@@ -85,6 +90,14 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--threads" && i + 1 < argc) {
       threads = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--isa" && i + 1 < argc) {
+      const auto isa = geniex::cpu::parse_isa(argv[++i]);
+      if (!isa) return usage();
+      geniex::cpu::set_isa_cap(isa);
+    } else if (a == "--prefetch" && i + 1 < argc) {
+      geniex::cpu::set_gemv_prefetch_bytes(std::strtoull(argv[++i], nullptr, 10));
+    } else if (a == "--streams" && i + 1 < argc) {
+      geniex::cpu::set_gemv_streams(std::atoi(argv[++i]));
     } else {
       args.push_back(a);
     }

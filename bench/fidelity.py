@@ -118,7 +118,7 @@ def main() -> int:
                 elif row == "llama-t1":
                     llama_row(row, "-t", 1)
                 elif row.startswith("isa:"):
-                    ours_row(row, "--device", "cpu", env_extra={"GENIEX_ISA": row[4:]})
+                    ours_row(row, "--device", "cpu", "--cpu-tuning", f"isa={row[4:]}")
                 elif row == "small-batch":
                     ours_row(row, "--device", "cpu", "-b", 8)
                 elif row.startswith("kv:"):

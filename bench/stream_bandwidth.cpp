@@ -19,7 +19,7 @@
 //               Zen 3 dev box one core reads ~20-22 GB/s this way against ~16 with read_tuned
 //               (turns of 4 KiB or more gain nothing, which is why an earlier check of
 //               interleaved streams found no gain). The GEMV kernels read this way too
-//               (GENIEX_GEMV_STREAMS), so the decode bound bench/run_vs_llamacpp.py uses is the
+//               (CpuTuning::gemv_streams), so the decode bound bench/run_vs_llamacpp.py uses is the
 //               best of read, read_tuned and read_streams: the scalar loop is latency-bound on
 //               one core.
 //   copy   c[i] = a[i]               bytes = 16 N  (STREAM convention: write-allocate traffic

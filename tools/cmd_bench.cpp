@@ -63,6 +63,8 @@ struct BenchOptions {
   int32_t depth = 0;
   int32_t parallel = 1;
   KvOptions kv;
+  std::string cpu_tuning;     ///< --cpu-tuning (parse_cpu_tuning)
+  std::string opencl_device;  ///< --opencl-device (OpenclTuning::device_filter)
   bool json = false;
   bool verbose = false;
   bool profile = false;
@@ -339,6 +341,15 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "geniex bench: %s\n", s.message().c_str());
     return kExitUsage;
   }
+  auto cpu_tuning = parse_cpu_tuning(o.cpu_tuning);
+  if (!cpu_tuning.ok()) {
+    std::fprintf(stderr, "geniex bench: %s\n", cpu_tuning.status().message().c_str());
+    return kExitUsage;
+  }
+  BackendTuning tuning;
+  tuning.cpu = std::move(*cpu_tuning);
+  tuning.opencl.device_filter = o.opencl_device;
+  b.with_tuning(tuning);
   if (o.verbose) {
     b.with_log([](std::string_view line) {
       std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -507,6 +518,12 @@ Command register_bench(CLI::App& parent) {
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
   add_kv_flags(c, o->kv);
+  c->add_option("--cpu-tuning", o->cpu_tuning,
+                "CPU kernel tuning for A/B runs, key=value,...: isa=scalar|sse4|avx2|..., "
+                "repack=default|none|all, huge_pages=0|1, prefetch=BYTES, streams=N");
+  c->add_option("--opencl-device", o->opencl_device,
+                "only OpenCL devices whose name, vendor or platform contains this (also admits "
+                "non-GPU devices such as PoCL's 'pthread' under --device npu)");
   c->add_flag("--json", o->json, "print one JSON object with every sample");
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
   c->add_flag("--profile", o->profile,

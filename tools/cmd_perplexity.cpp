@@ -41,6 +41,7 @@ struct PplOptions {
   int32_t threads = 0;
   std::string device = "cpu";
   KvOptions kv;
+  std::string cpu_tuning;  ///< --cpu-tuning (parse_cpu_tuning)
   std::string kld_base;
   bool kld = false;
   bool json = false;
@@ -113,6 +114,10 @@ Result<Model> load_model(const PplOptions& o, int32_t n_ctx) {
       .with_batch_size(std::min(o.batch, n_ctx))
       .with_max_sequences(1);
   GENIEX_TRY(apply_kv_flags(o.kv, b));
+  GENIEX_ASSIGN_OR_RETURN(CpuTuning cpu_tuning, parse_cpu_tuning(o.cpu_tuning));
+  BackendTuning tuning;
+  tuning.cpu = std::move(cpu_tuning);
+  b.with_tuning(tuning);
   if (o.verbose) {
     b.with_log([](std::string_view line) {
       std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -421,6 +426,9 @@ Command register_perplexity(CLI::App& parent) {
                 "--kl-divergence (llama-perplexity's format)");
   c->add_flag("--kl-divergence", opts->kld,
               "compare with --kl-divergence-base (its tokens and chunking; -f not needed)");
+  c->add_option("--cpu-tuning", opts->cpu_tuning,
+                "CPU kernel tuning for A/B runs, key=value,...: isa=scalar|sse4|avx2|..., "
+                "repack=default|none|all, huge_pages=0|1, prefetch=BYTES, streams=N");
   c->add_flag("--json", opts->json, "print one JSON object instead of the text report");
   c->add_flag("-v,--verbose", opts->verbose, "log placement decisions to stderr");
   return {c, [opts] { return run(*opts); }};

@@ -207,6 +207,62 @@ struct ModelInfo {
   std::string placement;   ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
 };
 
+/// How the CPU backend computes: tuning for benchmarks, tests and unusual hosts. The defaults are
+/// what the project measured fastest (docs/performance.md). Fields marked process-wide belong to
+/// the CPU kernels, which every model in the process shares: each build sets them to its values
+/// (defaults included), so the model built last decides.
+struct CpuTuning {
+  /// Highest SIMD level of the CPU kernels: "scalar", "sse4", "avx2", "avx512", "avx512vnni"
+  /// (x86-64) or "neon", "neon_dotprod", "neon_i8mm" (aarch64). Empty: the best this CPU runs.
+  /// A level this CPU lacks or of the other family leaves the best; an unknown name fails
+  /// build(). Process-wide.
+  std::string isa;
+  /// Which matmul weight types are repacked into row-interleaved groups at load.
+  enum class Repack : uint8_t {
+    kDefault,  ///< Q4_0, Q8_0, Q5_0, and Q4_K on x86 (measured faster, same greedy output)
+    kNone,     ///< none: every matmul through the row kernels
+    kAll,      ///< every type with a packed kernel (adds Q6_K, and Q4_K on Arm)
+  };
+  Repack repack = Repack::kDefault;
+  /// Weight copies (packed matrices; large unpacked matmul weights) on transparent huge pages
+  /// where the kernel grants them (default on). Off: 4 KiB pages, and no copies of unpacked
+  /// weights.
+  bool huge_pages = true;
+  /// Bytes ahead that single-row matmuls prefetch their weights (x86). -1: the default (4096);
+  /// 0: off. Process-wide.
+  int64_t gemv_prefetch_bytes = -1;
+  /// Concurrent weight streams of a single-row matmul, 1..4. 0: the default (2 on x86, 1 on
+  /// Arm). Process-wide.
+  int32_t gemv_streams = 0;
+};
+
+/// Parses "key=value,key=value" into a CpuTuning (the CLI's --cpu-tuning): isa=NAME,
+/// repack=default|none|all, huge_pages=0|1, prefetch=BYTES, streams=N. Unknown keys or values
+/// are kInvalidArgument naming them; "" is the defaults.
+Result<CpuTuning> parse_cpu_tuning(std::string_view spec);
+
+/// Test and debugging knobs of the OpenCL unit.
+struct OpenclTuning {
+  /// Only devices whose name, vendor or platform contains this text; also admits non-GPU
+  /// devices (PoCL's "pthread" CPU device) where only GPUs would be taken. Empty: any.
+  std::string device_filter;
+  /// Op names the OpenCL unit reports unsupported (e.g. "Rope"), so the scheduler places them
+  /// elsewhere. An unknown name fails build().
+  std::vector<std::string> disabled_ops;
+  /// Device memory the unit may use, in bytes (0: the device's own).
+  uint64_t memory_limit_bytes = 0;
+};
+
+/// Tuning of the units a Model runs on (ModelBuilder::with_tuning).
+struct BackendTuning {
+  CpuTuning cpu;
+  OpenclTuning opencl;
+  /// Token counts every step is padded to, as a unit with static shapes needs (e.g. {1, 128});
+  /// prompts then prefill in chunks of the largest. Empty: what the units ask for (NPUs).
+  /// Each must be in [1, 65536], else build() fails.
+  std::vector<int32_t> static_batch_tokens;
+};
+
 class ModelBuilder;
 
 /// A loaded model with one conversation context. Movable, not copyable.
@@ -313,6 +369,10 @@ class ModelBuilder {
   /// The CPU kernels are shared by the process: once one model asks for it, every model in the
   /// process computes this way.
   ModelBuilder& with_deterministic(bool on = true);
+  /// Tuning of the CPU kernels, the OpenCL unit and step shapes (default: BackendTuning{}, the
+  /// measured defaults). For benchmarks, tests and debugging; see CpuTuning for which fields are
+  /// process-wide.
+  ModelBuilder& with_tuning(BackendTuning tuning);
 
   /// Loads the model. Errors: missing/corrupt file, unknown architecture, missing tensors,
   /// unsupported weight types, memory exhausted — each with a message naming the cause.
@@ -334,6 +394,7 @@ class ModelBuilder {
   std::string plugin_dir_;
   std::string npu_config_;
   bool deterministic_ = false;
+  BackendTuning tuning_;
 };
 
 }  // namespace geniex

@@ -12,14 +12,6 @@
 
 namespace geniex {
 
-bool huge_pages_wanted() {
-  static const bool wanted = [] {
-    const char* v = std::getenv("GENIEX_HUGEPAGES");
-    return v == nullptr || std::string(v) != "0";
-  }();
-  return wanted;
-}
-
 bool huge_pages_available() {
   static const bool available = [] {
     std::FILE* f = std::fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
@@ -33,10 +25,10 @@ bool huge_pages_available() {
   return available;
 }
 
-Result<HugeBuffer> HugeBuffer::allocate(size_t bytes) {
+Result<HugeBuffer> HugeBuffer::allocate(size_t bytes, bool huge_pages) {
   if (bytes == 0) return invalid_argument("HugeBuffer: zero bytes");
   const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-  const bool huge = bytes >= kHugePage && huge_pages_wanted();
+  const bool huge = bytes >= kHugePage && huge_pages;
   const size_t align = huge ? kHugePage : page;
   if (bytes > SIZE_MAX - 2 * align) return resource_exhausted("HugeBuffer: size overflows");
   const size_t mapped = (bytes + page - 1) / page * page;

@@ -9,26 +9,24 @@
 
 namespace geniex {
 
-/// Whether large buffers ask for huge pages: yes unless GENIEX_HUGEPAGES=0 (read once; A/B runs).
-bool huge_pages_wanted();
-
 /// Whether this kernel hands out transparent huge pages on request: its mode
 /// (/sys/kernel/mm/transparent_hugepage/enabled) is "always" or "madvise". Read once. Where it is
 /// "never" or absent (many Android kernels), copying data onto "huge" pages gains nothing.
 bool huge_pages_available();
 
 /// A zero-filled read-write anonymous mapping, unmapped on destruction. Buffers of at least
-/// kHugePage bytes start at a kHugePage boundary and are advised MADV_HUGEPAGE (when
-/// huge_pages_wanted()): one TLB entry then covers 2 MiB instead of 4 KiB, and a linear read
-/// crosses a page boundary, where the hardware prefetchers stop and restart, 512 times less
-/// often. The advice is a request: a kernel without transparent huge pages, or without free
-/// 2 MiB frames, gives 4 KiB pages and the same contents. Movable, not copyable.
+/// kHugePage bytes start at a kHugePage boundary and are advised MADV_HUGEPAGE (unless allocate()
+/// is told not to: CpuTuning::huge_pages, A/B runs): one TLB entry then covers 2 MiB instead of 4
+/// KiB, and a linear read crosses a page boundary, where the hardware prefetchers stop and restart,
+/// 512 times less often. The advice is a request: a kernel without transparent huge pages, or
+/// without free 2 MiB frames, gives 4 KiB pages and the same contents. Movable, not copyable.
 class HugeBuffer {
  public:
   static constexpr size_t kHugePage = size_t{2} << 20;
 
-  /// `bytes` > 0. resource_exhausted when the address space cannot hold it.
-  static Result<HugeBuffer> allocate(size_t bytes);
+  /// `bytes` > 0; `huge_pages` false: plain pages, never advised. resource_exhausted when the
+  /// address space cannot hold it.
+  static Result<HugeBuffer> allocate(size_t bytes, bool huge_pages = true);
 
   HugeBuffer() = default;
   HugeBuffer(HugeBuffer&& other) noexcept;

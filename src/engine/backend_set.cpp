@@ -8,6 +8,8 @@
 #include <string_view>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/gemv_tuning.h"
+#include "backends/cpu/kernels/isa.h"
 #if GENIEX_HAVE_OPENCL
 #include "backends/opencl/opencl_backend.h"
 #endif
@@ -16,12 +18,12 @@
 namespace geniex::engine {
 namespace {
 
+#if GENIEX_HAVE_OPENCL
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? std::string() : std::string(v);
 }
 
-#if GENIEX_HAVE_OPENCL
 // True when the ICD loader's vendor folder ($OCL_ICD_VENDORS or /etc/OpenCL/vendors) lists no
 // driver, or only PoCL (which runs kernels on the CPU).
 bool only_cpu_opencl_drivers() {
@@ -41,14 +43,10 @@ bool only_cpu_opencl_drivers() {
   return true;
 }
 
-// "Rope,Attention" -> the op kinds; unknown names are an error naming them.
-Result<std::set<graph::OpKind>> parse_ops(const std::string& list) {
+// Op names ("Rope", "Attention") -> the op kinds; unknown names are an error naming them.
+Result<std::set<graph::OpKind>> parse_ops(const std::vector<std::string>& names) {
   std::set<graph::OpKind> out;
-  size_t pos = 0;
-  while (pos <= list.size() && !list.empty()) {
-    const size_t comma = list.find(',', pos);
-    const std::string name =
-        list.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+  for (const std::string& name : names) {
     bool found = false;
     for (int k = 0; k <= static_cast<int>(graph::OpKind::kCacheWrite); ++k) {
       const auto kind = static_cast<graph::OpKind>(k);
@@ -57,9 +55,7 @@ Result<std::set<graph::OpKind>> parse_ops(const std::string& list) {
         found = true;
       }
     }
-    if (!found) return invalid_argument("GENIEX_OPENCL_DISABLE: unknown op '" + name + "'");
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
+    if (!found) return invalid_argument("OpenclTuning::disabled_ops: unknown op '" + name + "'");
   }
   return out;
 }
@@ -67,15 +63,9 @@ Result<std::set<graph::OpKind>> parse_ops(const std::string& list) {
 // The OpenCL unit, or nothing (with a log line) when there is none usable.
 Result<std::unique_ptr<backends::Backend>> opencl_unit(bool any_type, const BackendSetOptions& o) {
   backends::OpenclBackendOptions co;
-  co.device_filter = env("GENIEX_OPENCL_DEVICE");
-  GENIEX_ASSIGN_OR_RETURN(co.disabled_ops, parse_ops(env("GENIEX_OPENCL_DISABLE")));
-  if (const std::string lim = env("GENIEX_OPENCL_MEMORY_LIMIT"); !lim.empty()) {
-    char* end = nullptr;
-    co.memory_limit_bytes = std::strtoull(lim.c_str(), &end, 10);
-    if (*end != '\0' || co.memory_limit_bytes == 0 || lim[0] == '-') {
-      return invalid_argument("GENIEX_OPENCL_MEMORY_LIMIT: '" + lim + "' is not a byte count");
-    }
-  }
+  co.device_filter = o.tuning.opencl.device_filter;
+  GENIEX_ASSIGN_OR_RETURN(co.disabled_ops, parse_ops(o.tuning.opencl.disabled_ops));
+  co.memory_limit_bytes = o.tuning.opencl.memory_limit_bytes;
   if (!any_type && co.device_filter.empty()) {
     // Only real GPUs unless pinned: a CPU OpenCL driver is slower than our own CPU kernels.
     // Loading one just to ask costs ~60 MiB (PoCL brings LLVM): skip when every installed ICD
@@ -103,9 +93,33 @@ Result<std::unique_ptr<backends::Backend>> opencl_unit(bool any_type, const Back
 }
 #endif
 
+// CpuTuning -> the CPU backend's options (an unknown ISA name is an error).
+Result<backends::CpuBackendOptions> cpu_options(const BackendSetOptions& o) {
+  const CpuTuning& t = o.tuning.cpu;
+  backends::CpuBackendOptions c;
+  c.n_threads = o.n_threads;
+  c.batch_invariant = o.deterministic;
+  // The process-wide fields get a value at every build, defaults included (CpuTuning).
+  c.isa = t.isa.empty() ? cpu::cpu_isa() : cpu::parse_isa(t.isa);
+  if (!c.isa) return invalid_argument("CpuTuning::isa: unknown SIMD level '" + t.isa + "'");
+  switch (t.repack) {
+    case CpuTuning::Repack::kDefault: c.repack = backends::CpuRepack::kDefault; break;
+    case CpuTuning::Repack::kNone: c.repack = backends::CpuRepack::kNone; break;
+    case CpuTuning::Repack::kAll: c.repack = backends::CpuRepack::kAll; break;
+  }
+  c.huge_pages = t.huge_pages;
+  c.gemv_prefetch_bytes = t.gemv_prefetch_bytes >= 0
+                              ? t.gemv_prefetch_bytes
+                              : static_cast<int64_t>(cpu::kDefaultGemvPrefetchBytes);
+  c.gemv_streams = t.gemv_streams > 0 ? t.gemv_streams : cpu::default_gemv_streams();
+  return c;
+}
+
 }  // namespace
 
 Result<std::vector<std::unique_ptr<backends::Backend>>> make_backends(const BackendSetOptions& o) {
+  // The CPU options first: a bad name fails before any unit is made.
+  GENIEX_ASSIGN_OR_RETURN(const backends::CpuBackendOptions cpu_opts, cpu_options(o));
   std::vector<std::unique_ptr<backends::Backend>> list;
   const Device::Kind kind = o.device.kind();
   if (kind == Device::Kind::kNpu || kind == Device::Kind::kAuto) {
@@ -133,9 +147,6 @@ Result<std::vector<std::unique_ptr<backends::Backend>>> make_backends(const Back
 #else
   if (kind == Device::Kind::kGpu && o.log) o.log("gpu: this build has no OpenCL backend");
 #endif
-  backends::CpuBackendOptions cpu_opts;
-  cpu_opts.n_threads = o.n_threads;
-  cpu_opts.batch_invariant = o.deterministic;
   GENIEX_ASSIGN_OR_RETURN(auto cpu, backends::make_cpu_backend(cpu_opts));
   list.push_back(std::move(cpu));
   return list;

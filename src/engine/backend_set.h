@@ -20,6 +20,7 @@ struct BackendSetOptions {
   std::string plugin_dir;      ///< NPU plugins folder; empty: the default folders
   std::string npu_config;      ///< the plugins' config string (ModelBuilder::with_npu_config)
   bool deterministic = false;  ///< batch-invariant CPU kernels (ModelBuilder::with_deterministic)
+  BackendTuning tuning;        ///< CPU and OpenCL tuning (ModelBuilder::with_tuning)
   std::function<void(const std::string&)> log;
 };
 
@@ -29,9 +30,7 @@ struct BackendSetOptions {
 /// - npu: every NPU plugin found, OpenCL GPUs (GPU-type devices only), then CPU;
 /// - auto: NPU plugins except the reference plugin (a conformance target that computes on the
 ///   host), OpenCL GPU-type devices, then CPU.
-/// Debug/test knobs (environment): GENIEX_OPENCL_DEVICE (device filter), GENIEX_OPENCL_DISABLE
-/// (comma-separated op names the OpenCL backend reports unsupported), GENIEX_OPENCL_MEMORY_LIMIT
-/// (bytes).
+/// Errors: an unknown CpuTuning::isa or OpenclTuning::disabled_ops name (kInvalidArgument).
 Result<std::vector<std::unique_ptr<backends::Backend>>> make_backends(
     const BackendSetOptions& options);
 

@@ -1,9 +1,9 @@
 // Continuous batching on the real Gemma 3 270M (Q4_K_M): every request's greedy continuation
 // is the same whether it runs alone or in one batch with 7 others. Batched matmuls and attention
 // must therefore give every row the same bits as a single-row step (batch invariance): attention
-// always is; the Q8_0 / Q5_0 matmuls are with GENIEX_BATCH_INVARIANT=1, set here before the
-// first kernel call (in the default fast mode their single-row path sums in another order and a
-// near-tie can flip: 6/8 identical when measured).
+// always is; the Q8_0 / Q5_0 matmuls are with ModelBuilder::with_deterministic (in the default
+// fast mode their single-row path sums in another order and a near-tie can flip: 6/8 identical
+// when measured).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -17,12 +17,10 @@
 namespace geniex {
 namespace {
 
-const bool kInvariant = [] { return setenv("GENIEX_BATCH_INVARIANT", "1", 1) == 0; }();
-
 TEST(EngineBatchGemma, EightConcurrentChatsEqualRunningAlone) {
-  ASSERT_TRUE(kInvariant);
   auto built = ModelBuilder(testing_paths::real_model_path())
                    .with_device(Device::cpu())
+                   .with_deterministic()
                    .with_context_size(1024)
                    .with_max_sequences(8)
                    .with_threads(2)

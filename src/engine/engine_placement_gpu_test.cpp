@@ -23,9 +23,10 @@ struct Placed {
   Agreement ag;
 };
 
-Placed logits_vs_cpu(const std::string& path, Device d, std::vector<std::string>* log) {
+Placed logits_vs_cpu(const std::string& path, Device d, std::vector<std::string>* log,
+                     const OpenclTuning& opencl = {}) {
   Model cpu = load_on(path, Device::cpu());
-  Placed p{load_on(path, d, log), {}};
+  Placed p{load_on(path, d, log, {}, opencl), {}};
   const auto toks = some_tokens(256, cpu.info().n_vocab);
   auto a = cpu.logits(toks);
   auto b = p.model.logits(toks);
@@ -54,10 +55,10 @@ TEST(EnginePlacementGpu, WholeModelOnOpenclAgreesWithTheCpu) {
 
 TEST(EnginePlacementGpu, AGpuLackingAnOpKeepsTheOtherStagesAndTheLogSaysWhy) {
   // No Rope on the GPU: every layer moves to the CPU; embedding and output head stay on the GPU.
-  setenv("GENIEX_OPENCL_DISABLE", "Rope", 1);
+  OpenclTuning no_rope;
+  no_rope.disabled_ops = {"Rope"};
   std::vector<std::string> log;
-  Placed r = logits_vs_cpu(tiny("llama"), Device::gpu(), &log);
-  unsetenv("GENIEX_OPENCL_DISABLE");
+  Placed r = logits_vs_cpu(tiny("llama"), Device::gpu(), &log, no_rope);
   Model* gpu = &r.model;
   const Agreement ag = r.ag;
   const std::string& p = gpu->info().placement;
@@ -76,10 +77,10 @@ TEST(EnginePlacementGpu, AGpuLackingAnOpKeepsTheOtherStagesAndTheLogSaysWhy) {
 TEST(EnginePlacementGpu, AGpuOutOfMemoryMidRunFallsBackToTheCpu) {
   // 64 KiB of device memory: the tiny model's weights do not fit; the first run fails with
   // kResourceExhausted, the stages move to the CPU, and the answer equals the CPU's.
-  setenv("GENIEX_OPENCL_MEMORY_LIMIT", "65536", 1);
+  OpenclTuning small;
+  small.memory_limit_bytes = 65536;
   std::vector<std::string> log;
-  Model gpu = load_on(tiny("qwen2"), Device::gpu(), &log);
-  unsetenv("GENIEX_OPENCL_MEMORY_LIMIT");
+  Model gpu = load_on(tiny("qwen2"), Device::gpu(), &log, {}, small);
   Model cpu = load_on(tiny("qwen2"), Device::cpu());
   const auto toks = some_tokens(30, cpu.info().n_vocab);
   auto a = cpu.generate(std::span<const int32_t>(toks), greedy(12));
@@ -92,13 +93,13 @@ TEST(EnginePlacementGpu, AGpuOutOfMemoryMidRunFallsBackToTheCpu) {
 }
 
 TEST(EnginePlacementGpu, BadKnobsAreClearErrors) {
-  for (const auto& [name, value, want] :
-       {std::tuple{"GENIEX_OPENCL_MEMORY_LIMIT", "64k", "'64k' is not a byte count"},
-        std::tuple{"GENIEX_OPENCL_DISABLE", "Rope,Teleport", "unknown op 'Teleport'"}}) {
-    setenv(name, value, 1);
-    auto m = ModelBuilder(tiny("llama")).with_device(Device::gpu()).build();
-    unsetenv(name);
-    ASSERT_FALSE(m.ok()) << name;
+  BackendTuning bad_op, bad_isa;
+  bad_op.opencl.disabled_ops = {"Rope", "Teleport"};
+  bad_isa.cpu.isa = "avx3000";
+  for (const auto& [tuning, want] : {std::tuple{bad_op, "unknown op 'Teleport'"},
+                                     std::tuple{bad_isa, "unknown SIMD level 'avx3000'"}}) {
+    auto m = ModelBuilder(tiny("llama")).with_device(Device::gpu()).with_tuning(tuning).build();
+    ASSERT_FALSE(m.ok()) << want;
     EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(m.status().message().find(want), std::string::npos) << m.status().message();
   }
@@ -107,10 +108,10 @@ TEST(EnginePlacementGpu, BadKnobsAreClearErrors) {
 TEST(EnginePlacementGpu, NpuGpuAndCpuTogether) {
   // Pinned NPU with an OpenCL device allowed (the filter admits PoCL's CPU device): the NPU has
   // no Embedding, so the embedding runs on the GPU and the layers and head on the NPU.
-  setenv("GENIEX_OPENCL_DEVICE", "pthread", 1);
+  OpenclTuning pocl_cpu;
+  pocl_cpu.device_filter = "pthread";
   std::vector<std::string> log;
-  Placed r = logits_vs_cpu(tiny("gemma3"), Device::npu(), &log);
-  unsetenv("GENIEX_OPENCL_DEVICE");
+  Placed r = logits_vs_cpu(tiny("gemma3"), Device::npu(), &log, pocl_cpu);
   Model* mixed = &r.model;
   const Agreement ag = r.ag;
   const std::string& p = mixed->info().placement;

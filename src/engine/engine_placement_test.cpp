@@ -18,21 +18,17 @@ namespace {
 
 using namespace placement_test;  // NOLINT
 
-// Batch-invariant kernels: a row's result does not depend on how many rows share its step, so
-// padded and unpadded steps must agree bit for bit. Set before any kernel runs.
-class InvariantKernels : public ::testing::Environment {
- public:
-  void SetUp() override { setenv("GENIEX_BATCH_INVARIANT", "1", 1); }
-};
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new InvariantKernels);
-
-Model load(const std::string& path, const char* static_batch, std::vector<std::string>* log) {
-  if (static_batch != nullptr) setenv("GENIEX_STATIC_BATCH", static_batch, 1);
+// Batch-invariant kernels (with_deterministic): a row's result does not depend on how many rows
+// share its step, so padded and unpadded steps must agree bit for bit.
+Model load(const std::string& path, std::vector<int32_t> static_batch,
+           std::vector<std::string>* log) {
+  BackendTuning tuning;
+  tuning.static_batch_tokens = std::move(static_batch);
   ModelBuilder b(path);
   b.with_device(Device::cpu()).with_threads(2).with_context_size(256).with_batch_size(16);
+  b.with_deterministic().with_tuning(tuning);
   if (log != nullptr) b.with_log([log](std::string_view l) { log->emplace_back(l); });
   auto m = b.build();
-  unsetenv("GENIEX_STATIC_BATCH");
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   return std::move(*m);
 }
@@ -40,10 +36,10 @@ Model load(const std::string& path, const char* static_batch, std::vector<std::s
 TEST(EnginePlacement, StaticShapePaddingChangesNothingButTheWork) {
   for (const std::string arch : {"llama", "gemma3", "qwen2"}) {
     SCOPED_TRACE(arch);
-    Model plain = load(tiny(arch), nullptr, nullptr);
+    Model plain = load(tiny(arch), {}, nullptr);
     std::vector<std::string> log;
     // Steps padded to 1 or 16 tokens (chunks of 16): 37 prompt tokens -> 16 + 16 + 5 (padded).
-    Model padded = load(tiny(arch), "1,16", &log);
+    Model padded = load(tiny(arch), {16, 1}, &log);
     bool said = false;
     for (const auto& l : log)
       said = said || l.find("steps padded to 1/16 tokens") != std::string::npos;
@@ -63,16 +59,17 @@ TEST(EnginePlacement, StaticShapePaddingChangesNothingButTheWork) {
 }
 
 TEST(EnginePlacement, ABadStaticBatchKnobIsAClearError) {
-  setenv("GENIEX_STATIC_BATCH", "1,zero", 1);
-  auto m = ModelBuilder(tiny("llama")).with_device(Device::cpu()).build();
-  unsetenv("GENIEX_STATIC_BATCH");
+  BackendTuning tuning;
+  tuning.static_batch_tokens = {1, 0};
+  auto m = ModelBuilder(tiny("llama")).with_device(Device::cpu()).with_tuning(tuning).build();
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(m.status().message().find("'zero' is not a token count"), std::string::npos);
+  EXPECT_NE(m.status().message().find("0 is not a token count"), std::string::npos)
+      << m.status().message();
 }
 
 TEST(EnginePlacement, ExplainAndStageTimingsDescribeTheRun) {
-  Model m = load(tiny("llama"), nullptr, nullptr);
+  Model m = load(tiny("llama"), {}, nullptr);
   const std::string ex = m.explain_placement();
   EXPECT_NE(ex.find("== decode step (1 token)"), std::string::npos) << ex;
   EXPECT_NE(ex.find("== prefill step (16 tokens)"), std::string::npos) << ex;

@@ -7,7 +7,8 @@
 // The divergence is computed over the golden's support: each of its 32 ids plus one bin for
 // the rest of the mass, for ours exactly as the script computed it for llama.cpp's floor. The
 // check fails where the default CPU path drifts above that floor by more than the estimate's
-// own spread allows (bench/fidelity.py gives the whole-vocabulary table).
+// own spread allows (bench/fidelity.py gives the whole-vocabulary table). Once per kernel level
+// (CpuTuning::isa: the CPU's best, and on x86 the AVX2 and SSE4 levels where the CPU has them).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernels/isa.h"
 #include "common/real_model.h"
 #include "geniex/geniex.hpp"
 
@@ -94,12 +96,20 @@ Divergence measure(Model& model, const nlohmann::json& g) {
   return d;
 }
 
-TEST(GemmaKld, DefaultCpuPathIsInsideLlamaCppNoise) {
+class GemmaKld : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GemmaKld, DefaultCpuPathIsInsideLlamaCppNoise) {
+  BackendTuning tuning;
+  tuning.cpu.isa = GetParam();  // "": the best this CPU runs
+  if (!tuning.cpu.isa.empty() && !cpu::isa_available(*cpu::parse_isa(tuning.cpu.isa))) {
+    GTEST_SKIP() << tuning.cpu.isa << " is not available on this CPU";
+  }
   const auto g = golden();
   auto model = ModelBuilder(testing_paths::real_model_path())
                    .with_device(Device::cpu())
                    .with_context_size(g.at("n_ctx").get<int32_t>())
                    .with_threads(2)
+                   .with_tuning(tuning)
                    .build();
   ASSERT_TRUE(model.ok()) << model.status().to_string();
   ASSERT_EQ(model->info().n_vocab, g.at("n_vocab").get<int32_t>());
@@ -119,6 +129,16 @@ TEST(GemmaKld, DefaultCpuPathIsInsideLlamaCppNoise) {
   // Same-top: a binomial over 510 positions has a standard error of ~1 point.
   EXPECT_GE(d.same_top, floor_top - 0.02);
 }
+
+#if defined(__x86_64__)
+INSTANTIATE_TEST_SUITE_P(Isa, GemmaKld, ::testing::Values("", "avx2", "sse4"),
+                         [](const auto& param_info) {
+                           return std::string(param_info.param[0] ? param_info.param : "best");
+                         });
+#else
+INSTANTIATE_TEST_SUITE_P(Isa, GemmaKld, ::testing::Values(""),
+                         [](const auto&) { return std::string("best"); });
+#endif
 
 }  // namespace
 }  // namespace geniex

@@ -101,27 +101,23 @@ ModelBuilder& ModelBuilder::with_deterministic(bool on) {
   return *this;
 }
 
+ModelBuilder& ModelBuilder::with_tuning(BackendTuning tuning) {
+  tuning_ = std::move(tuning);
+  return *this;
+}
+
 namespace {
 
-// "1,128" -> {1, 128} (ascending, each >= 1).
-Result<std::vector<int32_t>> parse_counts(const char* text) {
-  std::vector<int32_t> out;
-  const std::string s(text);
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(pos, end - pos);
-    char* stop = nullptr;
-    const long v = std::strtol(item.c_str(), &stop, 10);
-    if (item.empty() || *stop != '\0' || v < 1 || v > 65536) {
-      return invalid_argument("GENIEX_STATIC_BATCH: '" + item + "' is not a token count");
+// BackendTuning::static_batch_tokens, checked and ascending.
+Result<std::vector<int32_t>> checked_counts(std::vector<int32_t> counts) {
+  for (int32_t v : counts) {
+    if (v < 1 || v > 65536) {
+      return invalid_argument("static batch tokens: " + std::to_string(v) +
+                              " is not a token count (1..65536)");
     }
-    out.push_back(static_cast<int32_t>(v));
-    pos = end + 1;
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  std::sort(counts.begin(), counts.end());
+  return counts;
 }
 
 std::string e_list(const std::vector<int32_t>& v) {
@@ -249,6 +245,7 @@ Result<Model> ModelBuilder::build() const {
   bso.plugin_dir = plugin_dir_;
   bso.npu_config = npu_config_;
   bso.deterministic = deterministic_;
+  bso.tuning = tuning_;
   bso.log = [log](const std::string& line) {
     if (log) log(line);
   };
@@ -264,10 +261,10 @@ Result<Model> ModelBuilder::build() const {
                                                       *impl->kv);
   {
     // Static-shape units (NPUs) take fixed token counts: steps are padded to them and prompts
-    // prefill in chunks of the largest. GENIEX_STATIC_BATCH="1,128" forces it (tests).
+    // prefill in chunks of the largest. BackendTuning::static_batch_tokens forces it (tests).
     std::vector<int32_t> counts = impl->scheduler->static_batch_tokens();
-    if (const char* e = std::getenv("GENIEX_STATIC_BATCH"); e != nullptr && *e != '\0') {
-      GENIEX_ASSIGN_OR_RETURN(counts, parse_counts(e));
+    if (!tuning_.static_batch_tokens.empty()) {
+      GENIEX_ASSIGN_OR_RETURN(counts, checked_counts(tuning_.static_batch_tokens));
     }
     if (!counts.empty()) {
       impl->runner->set_static_batches(counts);

@@ -73,10 +73,13 @@ inline Agreement compare(const std::vector<float>& cpu, const std::vector<float>
 }
 
 inline Model load_on(const std::string& path, Device d, std::vector<std::string>* log = nullptr,
-                     const std::string& npu_config = {}) {
+                     const std::string& npu_config = {}, const OpenclTuning& opencl = {}) {
   ModelBuilder b(path);
   b.with_device(d).with_threads(2).with_context_size(512).with_plugin_dir(GENIEX_TEST_PLUGIN_DIR);
   b.with_npu_config(npu_config);
+  BackendTuning tuning;
+  tuning.opencl = opencl;
+  b.with_tuning(tuning);
   if (log != nullptr) b.with_log([log](std::string_view l) { log->emplace_back(l); });
   auto m = b.build();
   EXPECT_TRUE(m.ok()) << m.status().to_string();

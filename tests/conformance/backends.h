@@ -18,7 +18,7 @@ struct BackendEntry {
   std::string family;  ///< tolerance-table family: "cpu", "opencl", "npu_ref"
   Target target;       ///< static token counts, if any
   /// Empty when the entry can run in this process, else why not (a CPU ISA level above this
-  /// CPU's, or not the one GENIEX_ISA selected): the case is skipped, saying so.
+  /// CPU's): the case is skipped, saying so.
   std::function<std::string()> not_here;
   /// The instances to run every problem on (e.g. the CPU with 1 and with 3 threads); an error
   /// fails the case (an OpenCL device that should be there and is not).

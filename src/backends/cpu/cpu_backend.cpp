@@ -9,6 +9,7 @@
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/exec_plan.h"
+#include "backends/cpu/kernels/gemv_tuning.h"
 #include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/vec_dot.h"
 #include "backends/cpu/weight_cache.h"
@@ -61,7 +62,8 @@ struct Val {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int n_threads) : pool_(n_threads) {}
+  CpuBackend(int n_threads, const CpuBackendOptions& options)
+      : pool_(n_threads), weights_(options.repack, options.huge_pages) {}
 
   [[nodiscard]] std::string name() const override {
     return "cpu(" + std::string(::geniex::cpu::isa_name(::geniex::cpu::detect_isa())) + ", " +
@@ -598,7 +600,12 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
 Result<std::unique_ptr<Backend>> make_cpu_backend(const CpuBackendOptions& options) {
   const int threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
   if (options.batch_invariant) ::geniex::cpu::enable_batch_invariant();
-  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(threads));
+  if (options.isa) ::geniex::cpu::set_isa_cap(options.isa);
+  if (options.gemv_prefetch_bytes >= 0) {
+    ::geniex::cpu::set_gemv_prefetch_bytes(static_cast<size_t>(options.gemv_prefetch_bytes));
+  }
+  if (options.gemv_streams > 0) ::geniex::cpu::set_gemv_streams(options.gemv_streams);
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(threads, options));
 }
 
 }  // namespace geniex::backends

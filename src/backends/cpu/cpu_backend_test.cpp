@@ -238,10 +238,10 @@ TEST(CpuBackend, LargeUnpackedWeightIsReadFromItsHugePageCopy) {
     bind(b, y2, e2);
     ASSERT_TRUE(be->run(g, b).ok());
   }
-  if (huge_pages_wanted() && huge_pages_available()) {
+  if (huge_pages_available()) {
     EXPECT_EQ(y2, y1) << "the matmul read the caller's bytes, not a copy";
     EXPECT_EQ(e2, e1) << "the embedding read the caller's bytes, not the matmul's copy";
-  } else {  // GENIEX_HUGEPAGES=0 or no THP: no copy, the caller's bytes are read
+  } else {  // no THP: no copy, the caller's bytes are read
     EXPECT_NE(y2, y1);
     EXPECT_NE(e2, e1);
   }
@@ -252,8 +252,9 @@ TEST(CpuOps, CopyToHugePagesKeepsTheBytesAndSkipsSmallWeights) {
   std::vector<uint8_t> w(HugeBuffer::kHugePage * 2 + 4097);  // slices that do not divide it
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 131 + (i >> 12));
   const auto want = w;  // the copy hands the pages back with their contents (MADV_PAGEOUT)
+  EXPECT_EQ(cpu::copy_to_huge_pages(pool, w, /*huge_pages=*/false), nullptr) << "not wanted";
   const auto copy = cpu::copy_to_huge_pages(pool, w);
-  if (!huge_pages_wanted() || !huge_pages_available()) {
+  if (!huge_pages_available()) {
     EXPECT_EQ(copy, nullptr);
     return;
   }

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/repack.h"
 #include "core/dtype.h"
@@ -81,22 +82,25 @@ struct PackedMatrix {
 /// 270M on llama.cpp's greedy goldens (gemma_fidelity_test). The packed Q6_K kernel sums in yet
 /// another order, which moves that model off llama.cpp on near-tie greedy steps with a
 /// Q8_0 / Q4_0 KV cache (q8_0 agreement 9/10 -> 6/10 for an earlier Q4_K kernel, measured), and
-/// is no faster than the Q6_K row kernel: opt-in. GENIEX_REPACK=all repacks every supported type,
-/// GENIEX_REPACK=0 none (A/B benchmarks).
-bool repack_enabled(GgmlType t);
+/// is no faster than the Q6_K row kernel: opt-in. CpuRepack::kAll repacks every supported type,
+/// kNone none (A/B benchmarks; CpuTuning::repack).
+bool repack_enabled(GgmlType t, CpuRepack policy = CpuRepack::kDefault);
 
-/// Repacks W (n rows of k elements of `wtype`) over the pool, then releases W's pages (contents
-/// kept: see op_matmul_packed.cpp). Null when the type (at the dispatched ISA) or shape has no
-/// packed kernel, or the copy cannot be allocated; matmul() then serves W itself.
+/// Repacks W (n rows of k elements of `wtype`) over the pool into a HugeBuffer (on huge pages
+/// unless `huge_pages` is false), then releases W's pages (contents kept: see
+/// op_matmul_packed.cpp). Null when the type (at the dispatched ISA) or shape has no packed
+/// kernel, or the copy cannot be allocated; matmul() then serves W itself.
 std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
-                                          std::span<const uint8_t> w, int64_t k, int64_t n);
+                                          std::span<const uint8_t> w, int64_t k, int64_t n,
+                                          bool huge_pages = true);
 
 /// A weight of at least HugeBuffer::kHugePage bytes that has no packed layout, copied over the pool
 /// into a HugeBuffer (huge pages, where granted), W's pages released slice by slice as
-/// pack_matrix does. Null when huge pages are not wanted (GENIEX_HUGEPAGES=0) or not available
-/// (huge_pages_available(), the advice refused), W is smaller, or the copy cannot be allocated:
-/// then keep reading W.
-std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w);
+/// pack_matrix does. Null when huge pages are not wanted (`huge_pages` false: CpuTuning) or not
+/// available (huge_pages_available(), the advice refused), W is smaller, or the copy cannot be
+/// allocated: then keep reading W.
+std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w,
+                                               bool huge_pages = true);
 
 /// matmul() with packed weights: y[m, w.n] = W . x[m, w.k].
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -48,7 +47,8 @@ void release_pages([[maybe_unused]] const uint8_t* p, [[maybe_unused]] size_t n)
 }  // namespace
 
 std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
-                                          std::span<const uint8_t> w, int64_t k, int64_t n) {
+                                          std::span<const uint8_t> w, int64_t k, int64_t n,
+                                          bool huge_pages) {
   const auto kernels = kern::packed_kernels(wtype);
   const size_t gb = kern::packed_group_bytes(wtype, k);
   const auto w_row = ggml_row_bytes(wtype, static_cast<uint64_t>(k));
@@ -59,7 +59,7 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
   p->n = n;
   p->kernels = *kernels;
   p->bytes = kern::packed_bytes(wtype, k, n);
-  auto buf = HugeBuffer::allocate(p->bytes);
+  auto buf = HugeBuffer::allocate(p->bytes, huge_pages);
   if (!buf.ok()) return nullptr;  // W is still there for matmul()
   p->data = std::move(buf).value();
   const int64_t groups = (n + kern::kPackRows - 1) / kern::kPackRows;
@@ -76,8 +76,9 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
   return p;
 }
 
-std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w) {
-  if (!huge_pages_wanted() || !huge_pages_available() || w.size() < HugeBuffer::kHugePage) {
+std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w,
+                                               bool huge_pages) {
+  if (!huge_pages || !huge_pages_available() || w.size() < HugeBuffer::kHugePage) {
     return nullptr;
   }
   auto buf = HugeBuffer::allocate(w.size());
@@ -168,18 +169,11 @@ Result<bool> embedding_packed(ThreadPool& pool, const PackedMatrix& table,
 }
 
 // The choice is documented at its declaration (cpu_ops.h).
-bool repack_enabled(GgmlType t) {
-  enum class Mode { kNone, kDefault, kAll };
-  static const Mode mode = [] {
-    const char* e = std::getenv("GENIEX_REPACK");
-    if (e == nullptr) return Mode::kDefault;
-    const std::string v(e);
-    return v == "0" ? Mode::kNone : v == "all" ? Mode::kAll : Mode::kDefault;
-  }();
-  switch (mode) {
-    case Mode::kNone: return false;
-    case Mode::kAll: return true;
-    case Mode::kDefault: break;
+bool repack_enabled(GgmlType t, CpuRepack policy) {
+  switch (policy) {
+    case CpuRepack::kNone: return false;
+    case CpuRepack::kAll: return true;
+    case CpuRepack::kDefault: break;
   }
   if (t == GgmlType::kQ4_0 || t == GgmlType::kQ8_0 || t == GgmlType::kQ5_0) return true;
   // Q4_K: where the packed kernel is measured faster at every row count, x86 (bench_matmul:

@@ -17,15 +17,17 @@ bool same_shape(const PackedMatrix* pm, GgmlType type, int64_t k, int64_t n) {
 WeightCache::MatmulWeight WeightCache::prepare_matmul(ThreadPool& pool, GgmlType type,
                                                       std::span<const uint8_t> w, int64_t k,
                                                       int64_t n) {
-  if (repack_enabled(type) && ::geniex::cpu::can_repack(type)) {
+  if (repack_enabled(type, repack_) && ::geniex::cpu::can_repack(type)) {
     auto [it, fresh] = packed_.try_emplace(w.data());
     if (fresh || (it->second != nullptr && !same_shape(it->second.get(), type, k, n))) {
-      it->second = pack_matrix(pool, type, w, k, n);
+      it->second = pack_matrix(pool, type, w, k, n, huge_pages_);
     }
     if (it->second != nullptr) return {it->second.get(), nullptr};
   }
   auto it = copied_.find(w.data());
-  if (it == copied_.end()) it = copied_.emplace(w.data(), copy_to_huge_pages(pool, w)).first;
+  if (it == copied_.end()) {
+    it = copied_.emplace(w.data(), copy_to_huge_pages(pool, w, huge_pages_)).first;
+  }
   const bool copy = it->second != nullptr && it->second->size() == w.size();
   return {nullptr, copy ? it->second->data() : w.data()};
 }

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_ops.h"
 #include "core/dtype.h"
 #include "core/huge_buffer.h"
@@ -22,6 +23,11 @@ namespace geniex::backends::cpu {
 
 class WeightCache {
  public:
+  /// `repack`: which matmul weights get packed copies; `huge_pages`: whether the copies ask for
+  /// transparent huge pages (and whether unpacked weights get a huge-page copy at all).
+  explicit WeightCache(CpuRepack repack = CpuRepack::kDefault, bool huge_pages = true)
+      : repack_(repack), huge_pages_(huge_pages) {}
+
   /// A matmul weight as its kernel reads it: the packed copy, or (packed null) `bytes`, its
   /// huge-page copy or the weight itself.
   struct MatmulWeight {
@@ -29,9 +35,10 @@ class WeightCache {
     const uint8_t* bytes = nullptr;
   };
 
-  /// Prepares matmul weight W (n rows of k elements of `type`): repacked where repack_enabled()
-  /// and the type and shape have a packed kernel, else copied onto huge pages where that pays
-  /// (copy_to_huge_pages), else read in place. Made at the first call for W's bytes.
+  /// Prepares matmul weight W (n rows of k elements of `type`): repacked where
+  /// repack_enabled(type, repack) and the type and shape have a packed kernel, else copied onto
+  /// huge pages where that pays (copy_to_huge_pages), else read in place. Made at the first call
+  /// for W's bytes.
   MatmulWeight prepare_matmul(ThreadPool& pool, GgmlType type, std::span<const uint8_t> w,
                               int64_t k, int64_t n);
 
@@ -55,6 +62,8 @@ class WeightCache {
   std::unordered_map<const uint8_t*, std::unique_ptr<PackedMatrix>> packed_;
   std::unordered_map<const uint8_t*, std::unique_ptr<HugeBuffer>> copied_;
   std::unordered_map<const uint8_t*, F32Copy> dequantized_;
+  CpuRepack repack_;
+  bool huge_pages_;
 };
 
 }  // namespace geniex::backends::cpu

@@ -1,9 +1,9 @@
 // Batch invariance of the matmul kernels: the dot of weight row i with activation row c must not
 // depend on how many activation rows the call had. K-quants and floats are invariant always; the
-// 32-element block types only with GENIEX_BATCH_INVARIANT=1 (ctest runs this suite a second time
+// 32-element block types only with --batch-invariant (ctest runs this suite a second time
 // with it set), otherwise their single-row path sums in another order (differences ~1e-5 relative).
 // The packed (repacked-weight) kernels follow the same rule (Q4_0, Q4_K, Q6_K: invariant always;
-// Q8_0 / Q5_0: with GENIEX_BATCH_INVARIANT=1), and their Q8_0 / Q5_0 results equal the row
+// Q8_0 / Q5_0: with --batch-invariant), and their Q8_0 / Q5_0 results equal the row
 // kernels' in either mode (packing on or off gives the same floats).
 #include <gtest/gtest.h>
 

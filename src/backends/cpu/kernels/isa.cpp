@@ -3,7 +3,6 @@
 #include "backends/cpu/kernels/isa.h"
 
 #include <atomic>
-#include <cstdlib>
 
 #if defined(GENIEX_CPU_X86)
 #include <cpuid.h>
@@ -157,9 +156,7 @@ Isa cpu_isa() {
   return best;
 }
 
-Isa cap_isa(Isa best, const char* env) {
-  if (env == nullptr) return best;
-  const auto want = parse_isa(env);
+Isa cap_isa(Isa best, std::optional<Isa> want) {
   if (!want || !isa_available(*want)) return best;
   // Only a level at or below `best` in the same family (or scalar) caps it.
   for (Isa i = best;; i = lower_isa(i)) {
@@ -171,21 +168,26 @@ Isa cap_isa(Isa best, const char* env) {
 
 namespace {
 std::atomic<bool> g_batch_invariant{false};
+constexpr int kIsaUnset = -1;
+std::atomic<int> g_isa{kIsaUnset};  // detect_isa(): an Isa, or kIsaUnset before the first call
 }  // namespace
 
-bool batch_invariant() {
-  static const bool from_env = [] {
-    const char* v = std::getenv("GENIEX_BATCH_INVARIANT");
-    return v != nullptr && v[0] != '\0' && v[0] != '0';
-  }();
-  return from_env || g_batch_invariant.load(std::memory_order_relaxed);
-}
+bool batch_invariant() { return g_batch_invariant.load(std::memory_order_relaxed); }
 
 void enable_batch_invariant() { g_batch_invariant.store(true, std::memory_order_relaxed); }
 
 Isa detect_isa() {
-  static const Isa isa = cap_isa(cpu_isa(), std::getenv("GENIEX_ISA"));
-  return isa;
+  int v = g_isa.load(std::memory_order_relaxed);
+  if (v == kIsaUnset) {
+    int unset = kIsaUnset;
+    g_isa.compare_exchange_strong(unset, static_cast<int>(cpu_isa()), std::memory_order_relaxed);
+    v = g_isa.load(std::memory_order_relaxed);
+  }
+  return static_cast<Isa>(v);
+}
+
+void set_isa_cap(std::optional<Isa> want) {
+  g_isa.store(static_cast<int>(cap_isa(cpu_isa(), want)), std::memory_order_relaxed);
 }
 
 std::vector<Isa> available_isas() {

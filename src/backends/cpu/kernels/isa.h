@@ -1,5 +1,6 @@
 // Run-time instruction-set detection for the CPU kernels: which SIMD levels this binary was
-// built with and this CPU (and OS) can run, and the GENIEX_ISA override used by tests/benchmarks.
+// built with and this CPU (and OS) can run, and the process-wide cap that tests, benchmarks and
+// CpuBackendOptions::isa (ModelBuilder::with_tuning) set.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +38,7 @@ constexpr bool is_neon(Isa isa) {
   return isa == Isa::kNeon || isa == Isa::kNeonDotprod || isa == Isa::kNeonI8mm;
 }
 
-/// Lower-case name, e.g. "avx512vnni", "neon_dotprod" (the GENIEX_ISA spelling).
+/// Lower-case name, e.g. "avx512vnni", "neon_dotprod" (the CpuTuning::isa spelling).
 std::string_view isa_name(Isa isa);
 
 /// Parses an isa_name() spelling; nullopt if unknown.
@@ -49,23 +50,30 @@ Isa lower_isa(Isa isa);
 /// True when `isa` is compiled into this binary and the CPU and OS support it.
 bool isa_available(Isa isa);
 
-/// The best ISA of this CPU among those compiled in, ignoring GENIEX_ISA (not cached).
+/// The best ISA of this CPU among those compiled in, ignoring any cap (not cached).
 Isa cpu_isa();
 
-/// The ISA to dispatch to given the CPU's best `best` and a GENIEX_ISA value `env` (may be
-/// null): the requested ISA if it is available and not above `best` in its family, else `best`.
-Isa cap_isa(Isa best, const char* env);
+/// The ISA to dispatch to given the CPU's best `best` and a requested level `want` (nullopt:
+/// none): `want` if it is available and not above `best` in its family, else `best`.
+Isa cap_isa(Isa best, std::optional<Isa> want);
 
-/// cap_isa(cpu_isa(), getenv("GENIEX_ISA")), computed on the first call and cached.
+/// The level every kernel dispatches to: cpu_isa(), or cap_isa(cpu_isa(), want) after
+/// set_isa_cap(want). Cheap (one atomic load after the first call).
 Isa detect_isa();
+
+/// Caps detect_isa() at `want` (cap_isa's rule; nullopt: back to cpu_isa()) for the rest of the
+/// process. Process-wide: the kernels are shared by every backend and model in the process, so
+/// set it before building them (CpuBackendOptions::isa does, at make_cpu_backend). A packed
+/// weight keeps the kernels of the level it was packed at.
+void set_isa_cap(std::optional<Isa> want);
 
 /// Whether every matmul output element is computed the same way whatever the number of
 /// activation rows, so a request's output is bit-identical alone or batched, and with or
 /// without a reused prefix. Costs single-row speed for the 32-element block types (their GEMV
 /// then runs through the GEMM register tiles). K-quants, F16, F32 and BF16 are invariant either
 /// way. On once a CPU backend was made with CpuBackendOptions::batch_invariant
-/// (ModelBuilder::with_deterministic), or when GENIEX_BATCH_INVARIANT=1 (tests' default).
-/// Process-wide: the kernels are shared by every model in the process.
+/// (ModelBuilder::with_deterministic), or enable_batch_invariant() was called (kernel tests'
+/// --batch-invariant). Process-wide: the kernels are shared by every model in the process.
 bool batch_invariant();
 /// Turns batch_invariant() on for the rest of the process.
 void enable_batch_invariant();

@@ -6,7 +6,7 @@
 // Q5_0x8, and Q4_Kx8 on NEON levels) are checked bit for bit as well: equal to the row kernels of
 // the same ISA (dot_kernels) on the same call (GEMV: every row; Q8_0 / Q5_0 GEMM: rows in whole
 // 4-row tiles; Q4_K: every row), and the scalar Q8_0 / Q5_0 kernels equal to the reference. ctest
-// also runs this binary with GENIEX_BATCH_INVARIANT=1 (the GEMVs then take the GEMM order on both
+// also runs this binary with --batch-invariant (the GEMVs then take the GEMM order on both
 // sides).
 #include "backends/cpu/kernels/repack.h"
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 
+#include "backends/cpu/kernels/gemv_tuning.h"
 #include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/vec_dot.h"
 
@@ -33,22 +33,15 @@ GemmFn neon_i8mm_gemm(GgmlType t);
 // Software prefetch for single-row passes (GEMVs: decode with one sequence) over weights that
 // stream from memory. With the hardware prefetcher alone, compute and memory barely overlap: one
 // Zen 3 core ran the packed Q4_K GEMV at ~6 GB/s from memory (21 GB/s from L3) while its plain
-// read loop gets ~10. Each block's lines kStreamAhead bytes ahead are requested into L1 as the
-// kernel reaches it (bench_matmul q4_k 65536 x 2048, one thread: 10.1 -> 8.3 ms median; decode
+// read loop gets ~10. Each block's lines kDefaultGemvPrefetchBytes ahead are requested into L1 as
+// the kernel reaches it (bench_matmul q4_k 65536 x 2048, one thread: 10.1 -> 8.3 ms median; decode
 // tok/s +8..23 % on the 1B shapes, +15..24 % on Gemma 3 270M and SmolLM at one thread; 2048 to
 // 8192 bytes ahead measured alike). x86 only: the Arm cores are unmeasured (no hardware here).
-// GENIEX_PREFETCH=<bytes> overrides the distance, 0 turns it off (A/B benchmarks).
-inline constexpr size_t kStreamAhead = 4096;
-inline size_t stream_ahead() {
-  static const size_t d = [] {
-    const char* e = std::getenv("GENIEX_PREFETCH");
-    return e != nullptr ? static_cast<size_t>(std::strtoul(e, nullptr, 10)) : kStreamAhead;
-  }();
-  return d;
-}
+// The distance is set_gemv_prefetch_bytes()'s (gemv_tuning.h; CpuTuning::gemv_prefetch_bytes),
+// 0 turns it off (A/B benchmarks).
 inline void stream_prefetch([[maybe_unused]] const uint8_t* p, [[maybe_unused]] size_t bytes) {
 #if defined(__x86_64__)
-  const size_t d = stream_ahead();
+  const size_t d = gemv_prefetch_bytes();
   if (d == 0) return;
   // A prefetch never faults, so lines past the end of the matrix are harmless.
   for (size_t o = 0; o < bytes; o += 64) __builtin_prefetch(p + d + o, 0, 3);
@@ -58,21 +51,10 @@ inline void stream_prefetch([[maybe_unused]] const uint8_t* p, [[maybe_unused]] 
 // GEMVs read their weights as several concurrent streams: one core reads ~16 GB/s from one linear
 // stream and ~20-22 from 2-4 streams interleaved block by block (Zen 3; the hardware prefetcher
 // keeps more lines in flight), while 4 KiB turns or software prefetch alone gain nothing.
-// GENIEX_GEMV_STREAMS overrides the default (1 = one linear pass, as before; at most 4).
-inline constexpr int kMaxGemvStreams = 4;
-inline int gemv_streams() {
-  static const int n = [] {
-    const char* v = std::getenv("GENIEX_GEMV_STREAMS");
-#if defined(__x86_64__)
-    constexpr int kDefault = 2;  // measured: 2 beat 1 and 4 on Zen 3 (docs/performance.md)
-#else
-    constexpr int kDefault = 1;  // Arm: unmeasured on hardware, one linear pass as before
-#endif
-    const int want = v != nullptr && v[0] != '\0' ? std::atoi(v) : kDefault;
-    return std::clamp(want, 1, kMaxGemvStreams);
-  }();
-  return n;
-}
+// How many is set_gemv_streams()'s (gemv_tuning.h; CpuTuning::gemv_streams: 1 = one linear
+// pass, at most kMaxGemvStreams; default 2 on x86, 1 elsewhere).
+using ::geniex::cpu::gemv_streams;
+using ::geniex::cpu::kMaxGemvStreams;
 
 // Splits `count` units (weight groups or rows) into `streams` contiguous parts and calls
 // fn(n, units) with the i-th unit of each part (n <= streams: the last parts may be shorter), so
@@ -101,11 +83,11 @@ inline constexpr int kMaxTileRows = 4;  // weight rows per pass (gemm_rows)
 // dots of one weight row with NC <= kMaxTileCols activation rows (nb blocks each). Weight rows
 // are taken in chunks of about 16 KiB so a chunk stays in L1/L2 while every group of activation
 // rows streams over it: each weight block is loaded (and unpacked) once per NC activation rows.
-// GEMVs (nc = 1) prefetch each weight row stream_ahead() bytes ahead at its start, unless K
+// GEMVs (nc = 1) prefetch each weight row gemv_prefetch_bytes() bytes ahead at its start, unless K
 // declares kPrefetchesBlocks and does it block by block itself (the x86 K-quant kernels: a
 // row-start burst of ~27 prefetches stalled on full miss buffers; per block, 1B Q4_K_M decode
 // at one thread ran +8.6 % with the Q6_K kernel, 6 of 6 alternating pairs, and +8.5 % more with
-// the Q4_K row kernel under GENIEX_REPACK=0, 5 of 5).
+// the Q4_K row kernel with repacking off, 5 of 5).
 template <typename K>
 inline void gemm_tiles(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr, const uint8_t* a,
                        size_t a_stride, int64_t nc, float* out, size_t out_stride) {

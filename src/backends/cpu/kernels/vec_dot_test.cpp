@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "backends/cpu/kernels/isa.h"
+#include "backends/cpu/kernels/kernel_test_flags.h"
 #include "backends/cpu/kernels/vec_dot_internal.h"
 #include "core/dtype.h"
 #include "quant/quant.h"
@@ -79,31 +80,43 @@ TEST(Isa, AvailableStartsWithScalarAndContainsBest) {
 
 TEST(Isa, CapIsa) {
   const Isa best = cpu_isa();
-  EXPECT_EQ(cap_isa(best, nullptr), best);
-  EXPECT_EQ(cap_isa(best, "scalar"), Isa::kScalar);
-  EXPECT_EQ(cap_isa(best, "bogus"), best);
-  for (Isa i : available_isas()) EXPECT_EQ(cap_isa(best, std::string(isa_name(i)).c_str()), i);
+  EXPECT_EQ(cap_isa(best, std::nullopt), best);
+  EXPECT_EQ(cap_isa(best, Isa::kScalar), Isa::kScalar);
+  EXPECT_FALSE(parse_isa("bogus").has_value());
+  for (Isa i : available_isas()) EXPECT_EQ(cap_isa(best, parse_isa(isa_name(i))), i);
     // A level of the other family (never available here) falls back to the best.
 #if defined(__x86_64__)
-  EXPECT_EQ(cap_isa(best, "neon"), best);
+  EXPECT_EQ(cap_isa(best, Isa::kNeon), best);
 #elif defined(__aarch64__)
-  EXPECT_EQ(cap_isa(best, "avx2"), best);
+  EXPECT_EQ(cap_isa(best, Isa::kAvx2), best);
 #endif
 }
 
-// Registered a second time by CMake with GENIEX_ISA=scalar in the environment, where it checks
-// the process-wide dispatch; without the variable it checks the same capping rule directly.
-// GENIEX_EXPECT_ISA=<name>: the test run that sets it (ctest's cpu_kernels_test_sse4_cpu, which
+// set_isa_cap moves every later dispatch and can be undone: scalar, then back to the best (or
+// to --isa's level, which this binary may run under).
+TEST(Isa, SetIsaCapMovesDispatch) {
+  const Isa before = detect_isa();
+  set_isa_cap(Isa::kScalar);
+  EXPECT_EQ(detect_isa(), Isa::kScalar);
+  const auto k = dot_kernels(GgmlType::kQ8_0);
+  ASSERT_TRUE(k.has_value());
+  EXPECT_EQ(k->isa, Isa::kScalar);
+  set_isa_cap(std::nullopt);
+  EXPECT_EQ(detect_isa(), cpu_isa());
+  set_isa_cap(before);
+  EXPECT_EQ(detect_isa(), before);
+}
+
+// Registered a second time by CMake with --isa=scalar, where it checks the process-wide
+// dispatch; without the flag it checks the same capping rule directly.
+// --expect-isa=<name>: the test run that gives it (ctest's cpu_kernels_test_sse4_cpu, which
 // runs this binary on an emulated CPU without AVX) fails unless dispatch picked that level for the
 // CPU and the kernels of the SIMD weight types come from it: the SSE4 kernels are then what the
 // other tests of that run exercised. Without it: those kernels come from the level dispatch picked.
-TEST(IsaEnv, ExpectedIsaFromEnv) {
-  const char* want = std::getenv("GENIEX_EXPECT_ISA");
+TEST(IsaFlags, ExpectedIsa) {
   Isa isa = detect_isa();
-  if (want != nullptr) {
-    const auto parsed = parse_isa(want);
-    ASSERT_TRUE(parsed.has_value()) << want;
-    isa = *parsed;
+  if (const auto want = ::geniex::cpu::testing::expected_isa()) {
+    isa = *want;
     EXPECT_EQ(detect_isa(), isa);
     EXPECT_EQ(cpu_isa(), isa);
   }
@@ -150,10 +163,9 @@ TEST(GemvLockstep, EveryUnitOnceAndPartsInLockstep) {
   }
 }
 
-TEST(IsaEnv, GeniexIsaCapsDispatch) {
-  const char* env = std::getenv("GENIEX_ISA");
-  if (env == nullptr || std::string(env) != "scalar") {
-    EXPECT_EQ(cap_isa(cpu_isa(), "scalar"), Isa::kScalar);
+TEST(IsaFlags, IsaFlagCapsDispatch) {
+  if (::geniex::cpu::testing::requested_isa() != Isa::kScalar) {
+    EXPECT_EQ(cap_isa(cpu_isa(), Isa::kScalar), Isa::kScalar);
     for (GgmlType t : kAllTypes) {
       const auto k = dot_kernels(t, Isa::kScalar);
       if (k) {

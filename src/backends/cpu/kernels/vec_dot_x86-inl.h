@@ -423,8 +423,8 @@ struct Q45KKernel {
 struct Q6KKernel {
   static constexpr int kBlock = quant::kQK_K;
   static constexpr size_t kBlockBytes = 210;
-  // GEMV: each block's lines stream_ahead() bytes ahead are requested as the block is reached,
-  // instead of a whole row's at its start (gemm_tiles).
+  // GEMV: each block's lines gemv_prefetch_bytes() bytes ahead are requested as the block is
+  // reached, instead of a whole row's at its start (gemm_tiles).
   static constexpr bool kPrefetchesBlocks = true;
 
   template <int NC>
