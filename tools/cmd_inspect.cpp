@@ -324,7 +324,11 @@ Command register_inspect(CLI::App& parent) {
   auto opts = std::make_shared<InspectOptions>();
   CLI::App* sub = parent.add_subcommand(
       "inspect", "Show a GGUF file's header, metadata and tensors (default: the default model)");
-  sub->add_option("file", opts->path, "GGUF file (default: $GENIEX_MODEL or the default model)");
+  auto* pos = sub->add_option("file", opts->path,
+                              "GGUF file (default: $GENIEX_MODEL or the default model)");
+  auto* flag = sub->add_option("-m,--model", opts->path, "GGUF file (the same as FILE)");
+  pos->excludes(flag);
+  flag->excludes(pos);
   sub->add_flag("--json", opts->json, "Print one JSON object (arrays in full)");
   sub->add_option("--max-array", opts->max_array,
                   "Show at most N items of each array (text default: 8; JSON default: all)")

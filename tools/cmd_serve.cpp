@@ -45,7 +45,6 @@ struct ServeOptions {
   SamplingOptions sampling;
   IgnoredFlags ignored;
   const CLI::Option* max_tokens_flag = nullptr;
-  const CLI::App* app = nullptr;
 };
 
 int fail(const std::string& what) {
@@ -102,12 +101,10 @@ int run_serve(const ServeOptions& o) {
   if (Status s = validate_sampling(o.sampling); !s.ok()) return usage(s.message());
   auto device = Device::parse(o.device);
   if (!device.ok()) return usage("--device: " + device.status().message());
-  for (const std::string& note : ignored_flag_notes(*o.app)) {
-    std::fprintf(stderr, "geniex serve: %s\n", note.c_str());
-  }
   std::string path = o.model;
   if (path.empty()) {
-    auto p = default_model_path();
+    // The server's page and /v1/chat/completions want an instruction-tuned model.
+    auto p = default_chat_model_path();
     if (!p.ok()) return fail(p.status().message());
     path = *p;
   }
@@ -171,8 +168,8 @@ int run_serve(const ServeOptions& o) {
 Command register_serve(CLI::App& parent) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* c = parent.add_subcommand("serve", "OpenAI-compatible HTTP server (chat page at /)");
-  o->app = c;
-  c->add_option("-m,--model", o->model, "GGUF model (default: Gemma 3 270M from scripts/setup.sh)");
+  c->add_option("-m,--model", o->model,
+                "GGUF model (default: the chat model, SmolLM2 135M Instruct; see `geniex list`)");
   c->add_option("--host", o->host, "address to listen on")->capture_default_str();
   c->add_option("--port", o->port, "port (0 = any free port)")
       ->capture_default_str()

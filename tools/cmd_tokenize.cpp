@@ -12,6 +12,7 @@
 
 #include "default_model.h"
 #include "gguf/gguf_reader.h"
+#include "text_input.h"
 #include "tokenizer/tokenizer.h"
 
 namespace geniex::cli {
@@ -26,6 +27,7 @@ struct TokenizeOptions {
   bool add_special = false;
   bool parse_special = false;
   bool json = false;
+  bool text_given = false;  ///< the positional text was on the command line (even if empty)
 };
 
 struct DetokenizeOptions {
@@ -52,12 +54,11 @@ Result<std::shared_ptr<const tokenizer::Tokenizer>> load_tokenizer(std::string p
 
 int run_tokenize(const TokenizeOptions& o) {
   std::string text = o.text;
-  if (!o.file.empty()) {
-    std::ifstream f(o.file, std::ios::binary);
-    if (!f) return fail("cannot read " + o.file);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    text = ss.str();
+  if (!o.text_given) {
+    // -f FILE, -f - (standard input), or standard input when it is piped in.
+    auto in = read_text_input("", o.file);
+    if (!in.ok()) return fail(in.status().message());
+    text = std::move(*in);
   }
   auto tok = load_tokenizer(o.model);
   if (!tok.ok()) return fail(tok.status().to_string());
@@ -121,15 +122,20 @@ Command register_tokenize(CLI::App& parent) {
   CLI::App* sub = parent.add_subcommand("tokenize", "Print the token ids of a text");
   sub->add_option("-m,--model", opts->model,
                   "GGUF file with the vocabulary (default: $GENIEX_MODEL or the default model)");
-  auto* text = sub->add_option("text", opts->text, "Text to tokenize");
-  auto* file = sub->add_option("-f,--file", opts->file, "Read the text from a file (bytes as is)");
+  auto* text =
+      sub->add_option("text", opts->text, "Text to tokenize (default: standard input when piped)");
+  auto* file = sub->add_option("-f,--file", opts->file,
+                               "Read the text from a file, bytes as is (- = standard input)");
   text->excludes(file);
   file->excludes(text);
   sub->add_flag("--add-special", opts->add_special, "Add BOS/EOS as the vocabulary specifies");
   sub->add_flag("--parse-special", opts->parse_special,
                 "Turn control-token text (e.g. <|im_end|>) into its id");
   sub->add_flag("--json", opts->json, "Print {\"ids\": [...], \"pieces\": [...]}");
-  return {sub, [opts] { return run_tokenize(*opts); }};
+  return {sub, [opts, text] {
+            opts->text_given = text->count() > 0;
+            return run_tokenize(*opts);
+          }};
 }
 
 Command register_detokenize(CLI::App& parent) {

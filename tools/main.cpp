@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 #include "cmd_bench.h"
@@ -14,6 +15,7 @@
 #include "cmd_serve.h"
 #include "cmd_tokenize.h"
 #include "command.h"
+#include "flag_compat.h"
 
 #ifndef GENIEX_VERSION_STRING
 #define GENIEX_VERSION_STRING "unknown"
@@ -35,8 +37,43 @@ int run_main(int argc, char** argv) {
       register_pull(app),
   };
 
+  // llama.cpp's single-dash long flags become ours; CLI11 wants argv in reverse order.
+  std::vector<std::string> args = rewrite_llama_flags(argc, argv);
+  std::vector<std::string> names;
+  for (const Command& cmd : commands) names.push_back(cmd.app->get_name());
+  const Command* chosen = nullptr;
+  if (args.size() > 1 && !args[1].starts_with("-")) {
+    for (const Command& cmd : commands) {
+      if (cmd.app->get_name() == args[1]) chosen = &cmd;
+    }
+    if (chosen == nullptr) {
+      const std::string near = nearest(args[1], names);
+      std::fprintf(stderr, "geniex: unknown command '%s'%s\nRun 'geniex --help' for the list.\n",
+                   args[1].c_str(), near.empty() ? "" : (". Did you mean '" + near + "'?").c_str());
+      return kExitUsage;
+    }
+  }
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
   try {
-    app.parse(argc, argv);
+    app.parse(reversed);
+  } catch (const CLI::ExtrasError& e) {
+    // An unknown flag: name the closest one the subcommand has.
+    std::string hint;
+    if (chosen != nullptr) {
+      const std::vector<std::string> flags = flag_names(*chosen->app);
+      for (size_t i = 2; i < args.size() && hint.empty(); ++i) {
+        if (!args[i].starts_with("-")) continue;
+        const std::string word = args[i].substr(0, args[i].find('='));
+        if (chosen->app->get_option_no_throw(word) != nullptr) continue;
+        const std::string near = nearest(word, flags);
+        if (!near.empty()) hint = "Did you mean '" + near + "' (for '" + word + "')?";
+      }
+    }
+    std::fprintf(stderr, "geniex%s%s: %s\n", chosen != nullptr ? " " : "",
+                 chosen != nullptr ? chosen->app->get_name().c_str() : "", e.what());
+    if (!hint.empty()) std::fprintf(stderr, "%s\n", hint.c_str());
+    std::fprintf(stderr, "Run with --help for more information.\n");
+    return kExitUsage;
   } catch (const CLI::ParseError& e) {
     // --help / --version exit 0 through here; anything else is a usage error.
     const int code = app.exit(e);
@@ -44,7 +81,11 @@ int run_main(int argc, char** argv) {
   }
 
   for (const Command& cmd : commands) {
-    if (cmd.app->parsed()) return cmd.run();
+    if (!cmd.app->parsed()) continue;
+    for (const std::string& note : ignored_flag_notes(*cmd.app)) {
+      std::fprintf(stderr, "geniex: %s\n", note.c_str());
+    }
+    return cmd.run();
   }
   std::fputs(app.help().c_str(), stderr);
   return kExitUsage;

@@ -155,6 +155,10 @@ struct GenerationConfig {
   /// tokens masked) and the first candidate it accepts is generated, so it may update its
   /// own state when it returns true. No acceptable token -> kInvalidArgument.
   std::function<bool(int32_t token)> token_filter;
+  /// Called on the caller's thread as the prompt is evaluated: prompt tokens in the context so
+  /// far (cached ones included) and the prompt's length; the last call has done == total.
+  /// Optional (progress bars for long prompts).
+  std::function<void(int32_t done, int32_t total)> on_prefill_progress;
 };
 
 /// Speed of one generation.
@@ -177,6 +181,7 @@ struct Generation {
   std::vector<TokenLogprobs> logprobs;  ///< one per element of tokens when config.logprobs >= 0
   StopReason stop_reason = StopReason::kMaxTokens;
   Timings timings;
+  uint64_t seed = 0;  ///< the sampler's seed (config.seed, or the random one drawn): repeatable
 };
 
 /// Called for each piece of generated text as soon as it is final (stop strings held back).
@@ -204,7 +209,12 @@ struct ModelInfo {
   int32_t n_threads = 0;
   int32_t bos_token = -1;  ///< beginning-of-sequence token (-1: none)
   bool add_bos = false;    ///< tokenize(text, add_special=true) starts with bos_token
-  std::string placement;   ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
+  /// Where chat() gets its template: "file" (the model's own `tokenizer.chat_template`),
+  /// "builtin:FAMILY" (the file has none; GenieX's template for its architecture, e.g.
+  /// "builtin:gemma" — often a base model that is not instruction-tuned), or "" (none: chat()
+  /// fails with NOT_FOUND).
+  std::string chat_template_origin;
+  std::string placement;  ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
 };
 
 /// How the CPU backend computes: tuning for benchmarks, tests and unusual hosts. The defaults are
@@ -286,6 +296,10 @@ class Model {
   Result<Generation> chat(std::span<const ChatMessage> messages,
                           const GenerationConfig& config = {}, const TokenCallback& on_token = {});
 
+  /// The tokens chat() feeds the model for `messages` (template with the generation prompt,
+  /// special tokens parsed, BOS added when the template does not write it).
+  [[nodiscard]] Result<std::vector<int32_t>> chat_tokens(
+      std::span<const ChatMessage> messages) const;
   /// The chat template's rendering of `messages`.
   [[nodiscard]] Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
                                                         bool add_generation_prompt = true) const;
@@ -293,6 +307,8 @@ class Model {
                                                       bool add_special = true,
                                                       bool parse_special = false) const;
   [[nodiscard]] Result<std::string> detokenize(std::span<const int32_t> tokens) const;
+  /// One token's text, special tokens spelled out ("<start_of_turn>"); "" for an unknown id.
+  [[nodiscard]] std::string token_piece(int32_t token) const;
   /// Whether `token` ends generation (EOS, end-of-turn, ...).
   [[nodiscard]] bool is_end_of_generation(int32_t token) const;
 
@@ -338,7 +354,8 @@ class ModelBuilder {
   explicit ModelBuilder(std::string path);
 
   ModelBuilder& with_device(Device device);
-  /// Context window in tokens (default 4096, capped at the model's training context).
+  /// Context window in tokens (default 4096, capped at the model's training context; 0 = the
+  /// model's training context).
   ModelBuilder& with_context_size(int32_t n_ctx);
   /// Worker threads (default: all hardware threads).
   ModelBuilder& with_threads(int32_t n_threads);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/cpu_count.h"
+
 namespace geniex {
 namespace {
 // How long a worker polls for the next loop before sleeping: long enough to bridge the gap
@@ -27,10 +29,7 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-int ThreadPool::default_threads() {
-  const unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : static_cast<int>(n);
-}
+int ThreadPool::default_threads() { return usable_cpus(); }
 
 // Why a claim never runs a task of the wrong loop: the caller fills loops_[k & 1] for loop k
 // and then publishes (k, 0) in claim_. A worker reads claim_ (loop j, task i), then slot j & 1,

@@ -50,7 +50,7 @@ class ThreadPool {
   /// Number of threads, the caller included.
   [[nodiscard]] int size() const { return n_threads_; }
 
-  /// A sensible default: the number of hardware threads (at least 1).
+  /// A sensible default: the CPUs this process may use (affinity mask and cgroup quota).
   static int default_threads();
 
  private:

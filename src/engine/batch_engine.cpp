@@ -221,6 +221,7 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
       const int32_t chunk_end = r.n_evaluated + static_cast<int32_t>(items[k].tokens.size());
       r.n_evaluated = chunk_end;
       const bool complete = r.n_evaluated == static_cast<int32_t>(r.prompt.size());
+      r.on_prefill_progress();
       if (r.kind == Request::Kind::kLogits) {
         // Keep the rows of positions >= logits_from (the first rows may precede it).
         const auto keep = static_cast<size_t>(

@@ -299,9 +299,55 @@ TEST(EngineApi, ErrorsAreStatusesThatNameTheCause) {
   const std::vector<int32_t> out_of_vocab = {1, 5000000};
   EXPECT_EQ(m.generate(std::span<const int32_t>(out_of_vocab)).status().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(ModelBuilder(tiny("llama")).with_context_size(0).build().status().code(),
+  EXPECT_EQ(ModelBuilder(tiny("llama")).with_context_size(-1).build().status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(Device::parse("tpu").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(EngineApi, ContextSizeZeroIsTheTrainingContext) {
+  auto m = ModelBuilder(tiny("llama")).with_context_size(0).build();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_GT(m->info().n_ctx_train, 0);
+  EXPECT_EQ(m->info().n_ctx, m->info().n_ctx_train);
+}
+
+TEST(EngineApi, ReportsWhereTheChatTemplateComesFrom) {
+  auto own = ModelBuilder(tiny("qwen2")).build();
+  ASSERT_TRUE(own.ok()) << own.status().to_string();
+  EXPECT_EQ(own->info().chat_template_origin, "file");
+  auto builtin = ModelBuilder(tiny("gemma3")).build();
+  ASSERT_TRUE(builtin.ok()) << builtin.status().to_string();
+  EXPECT_TRUE(builtin->info().chat_template_origin.starts_with("builtin:"))
+      << builtin->info().chat_template_origin;
+}
+
+TEST(EngineApi, ReportsTheSeedAndPrefillProgress) {
+  auto m = ModelBuilder(tiny("llama")).with_context_size(256).with_batch_size(8).build();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  GenerationConfig c;
+  c.max_tokens = 2;
+  std::vector<std::pair<int32_t, int32_t>> progress;
+  c.on_prefill_progress = [&](int32_t done, int32_t total) { progress.emplace_back(done, total); };
+  std::vector<int32_t> prompt(30);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(10 + i);
+  auto g = m->generate(std::span<const int32_t>(prompt), c);
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  // 30 tokens in steps of 8: 8, 16, 24, 30.
+  ASSERT_EQ(progress.size(), 4u);
+  EXPECT_EQ(progress.front(), std::make_pair(8, 30));
+  EXPECT_EQ(progress.back(), std::make_pair(30, 30));
+  // The reported seed repeats the random run.
+  m->reset();
+  GenerationConfig again;
+  again.max_tokens = 8;
+  again.temperature = 1.0f;
+  auto a = m->generate(std::span<const int32_t>(prompt), again);
+  ASSERT_TRUE(a.ok());
+  again.seed = a->seed;
+  m->reset();
+  auto b = m->generate(std::span<const int32_t>(prompt), again);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(a->tokens, b->tokens);
 }
 
 // Rewrites tiny-llama with an edit and loads it.

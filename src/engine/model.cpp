@@ -121,6 +121,11 @@ Result<std::string> Model::detokenize(std::span<const int32_t> tokens) const {
   return impl_->tok->decode(tokens);
 }
 
+std::string Model::token_piece(int32_t token) const {
+  if (token < 0 || token >= impl_->info.n_vocab) return {};
+  return impl_->tok->token_to_piece(token, true);
+}
+
 Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> messages,
                                                bool add_generation_prompt) const {
   if (!impl_->chat_template) {
@@ -145,13 +150,17 @@ Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> mess
 
 Result<Generation> Model::chat(std::span<const ChatMessage> messages,
                                const GenerationConfig& config, const TokenCallback& on_token) {
+  GENIEX_ASSIGN_OR_RETURN(auto ids, chat_tokens(messages));
+  return generate(std::span<const int32_t>(ids), config, on_token);
+}
+
+Result<std::vector<int32_t>> Model::chat_tokens(std::span<const ChatMessage> messages) const {
   if (messages.empty()) return invalid_argument("chat: no messages");
   GENIEX_ASSIGN_OR_RETURN(std::string text, apply_chat_template(messages, true));
   // Templates usually write the BOS text themselves; add it only when they do not.
   const auto& tok = *impl_->tok;
   const bool has_bos = tok.bos() >= 0 && text.starts_with(tok.token_text(tok.bos()));
-  GENIEX_ASSIGN_OR_RETURN(auto ids, tokenize(text, !has_bos, true));
-  return generate(std::span<const int32_t>(ids), config, on_token);
+  return tokenize(text, !has_bos, true);
 }
 
 Result<Generation> Model::generate(std::string_view prompt, const GenerationConfig& config,
@@ -209,6 +218,10 @@ Result<Generation> Model::generate(std::span<const int32_t> prompt, const Genera
   while (r->wait_events(events)) {
     for (auto& ev : events) {
       if (cancelled) break;
+      if (ev.prefill_done >= 0) {
+        config.on_prefill_progress(ev.prefill_done, static_cast<int32_t>(prompt.size()));
+        continue;
+      }
       if (ev.logprobs && config.on_logprobs) config.on_logprobs(*ev.logprobs);
       delivered += ev.text;
       delivered_tokens = ev.n_tokens;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <utility>
 
 #include "core/thread_pool.h"
@@ -183,8 +184,12 @@ runtime::DevicePreference preference_of(Device d) {
 }  // namespace
 
 Result<Model> ModelBuilder::build() const {
-  if (n_ctx_ < 1)
-    return invalid_argument("context size must be >= 1, got " + std::to_string(n_ctx_));
+  if (n_ctx_ < 0) {
+    return invalid_argument(
+        "context size must be >= 1 (or 0 = the model's training context), "
+        "got " +
+        std::to_string(n_ctx_));
+  }
   if (n_batch_ < 1)
     return invalid_argument("batch size must be >= 1, got " + std::to_string(n_batch_));
   if (n_threads_ < 0) return invalid_argument("threads must be >= 0 (0 = all)");
@@ -198,13 +203,23 @@ Result<Model> ModelBuilder::build() const {
   GENIEX_ASSIGN_OR_RETURN(impl->config, models::load_config(*impl->file));
   GENIEX_ASSIGN_OR_RETURN(impl->weights, models::bind_weights(*impl->file, impl->config));
   GENIEX_ASSIGN_OR_RETURN(impl->tok, tokenizer::Tokenizer::from_gguf(*impl->file));
+  std::string template_origin;
   if (auto t = tokenizer::chat_template_source(*impl->file); t.ok()) {
     impl->chat_template = t->text;
+    template_origin =
+        t->origin == tokenizer::ChatTemplateOrigin::kFile ? "file" : "builtin:" + t->family;
   }
   const auto& cfg = impl->config;
-  const int32_t n_ctx = cfg.context_length > 0
-                            ? std::min<int32_t>(n_ctx_, static_cast<int32_t>(cfg.context_length))
-                            : n_ctx_;
+  const int32_t n_ctx_train = static_cast<int32_t>(
+      std::min<int64_t>(cfg.context_length, std::numeric_limits<int32_t>::max()));
+  if (n_ctx_ == 0 && n_ctx_train <= 0) {
+    return invalid_argument(
+        "context size 0 means the model's training context, but the file "
+        "does not declare one: give a context size");
+  }
+  const int32_t n_ctx = n_ctx_ == 0       ? n_ctx_train
+                        : n_ctx_train > 0 ? std::min(n_ctx_, n_ctx_train)
+                                          : n_ctx_;
   if (kv_budget_ < 0) return invalid_argument("KV budget must be >= 0 bytes");
   if (max_sequences_ < 1 || max_sequences_ > 256) {
     return invalid_argument("max sequences must be in [1, 256], got " +
@@ -294,6 +309,7 @@ Result<Model> ModelBuilder::build() const {
   info.n_threads = n_threads_ > 0 ? n_threads_ : ThreadPool::default_threads();
   info.bos_token = impl->tok->bos();
   info.add_bos = impl->tok->add_bos() && info.bos_token >= 0;
+  info.chat_template_origin = template_origin;
   // Place once at load so that an impossible placement fails here, not at the first token.
   {
     GENIEX_ASSIGN_OR_RETURN(auto fg, impl->probe_graph(1));

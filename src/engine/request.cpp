@@ -12,7 +12,7 @@
 namespace geniex::engine {
 namespace {
 
-sampling::SamplingParams params_of(const GenerationConfig& c) {
+sampling::SamplingParams params_of(const GenerationConfig& c, uint64_t seed) {
   sampling::SamplingParams p;
   p.temperature = c.temperature;
   p.top_k = c.top_k;
@@ -22,7 +22,7 @@ sampling::SamplingParams params_of(const GenerationConfig& c) {
   p.presence_penalty = c.presence_penalty;
   p.frequency_penalty = c.frequency_penalty;
   p.penalty_last_n = c.penalty_last_n;
-  p.seed = c.seed ? *c.seed : std::random_device{}();
+  p.seed = seed;
   return p;
 }
 
@@ -77,7 +77,10 @@ Result<std::unique_ptr<Request>> Request::create(Kind kind, std::span<const int3
   r->prompt.assign(prompt.begin(), prompt.end());
   r->tok_ = &tok;
   if (kind == Kind::kGenerate) {
-    GENIEX_ASSIGN_OR_RETURN(auto sampler, sampling::Sampler::create(params_of(config), n_vocab));
+    // std::random_device gives 32 bits; the seed is reported so a random run can be repeated.
+    r->gen_.seed = config.seed ? *config.seed : std::random_device{}();
+    GENIEX_ASSIGN_OR_RETURN(auto sampler,
+                            sampling::Sampler::create(params_of(config, r->gen_.seed), n_vocab));
     r->sampler_.emplace(std::move(sampler));
     GENIEX_ASSIGN_OR_RETURN(auto stops, sampling::StopMatcher::create(config.stop));
     r->stops_.emplace(std::move(stops));
@@ -87,6 +90,13 @@ Result<std::unique_ptr<Request>> Request::create(Kind kind, std::span<const int3
   r->gen_.prompt_tokens = r->prompt;
   r->gen_.timings.prompt_tokens = static_cast<int32_t>(r->prompt.size());
   return r;
+}
+
+void Request::on_prefill_progress() {
+  if (!config.on_prefill_progress) return;
+  RequestEvent ev;
+  ev.prefill_done = n_evaluated;
+  push(std::move(ev));
 }
 
 void Request::push(RequestEvent ev) {

@@ -30,6 +30,7 @@ struct RequestEvent {
   int32_t token = -1;                     ///< the token that produced it
   std::optional<TokenLogprobs> logprobs;  ///< with GenerationConfig::logprobs
   size_t n_tokens = 0;                    ///< generated tokens when the event was made
+  int32_t prefill_done = -1;              ///< >= 0: a prefill progress event (prompt tokens done)
 };
 
 class Request {
@@ -52,6 +53,8 @@ class Request {
   void finish(StopReason reason);
   /// Ends the request with an error.
   void fail(Status s);
+  /// Reports prefill progress (an event for GenerationConfig::on_prefill_progress).
+  void on_prefill_progress();
   /// Prompt tokens reused from the cache (set at admission).
   void set_cached(int32_t n) {
     gen_.timings.cached_tokens = n;

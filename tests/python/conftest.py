@@ -91,6 +91,17 @@ class Server:
         self.base_url = url + "/v1"
         self.model_id = model_id
         self.api_key = api_key
+        # The access log writes a line per request: drain stderr so the pipe never fills.
+        import threading
+
+        self._stderr: list[str] = []
+        self._drain = threading.Thread(
+            target=lambda: self._stderr.extend(iter(proc.stderr.readline, "")), daemon=True)
+        self._drain.start()
+
+    def stderr_lines(self) -> list[str]:
+        """What the server wrote to stderr so far (all of it once stop() returned)."""
+        return list(self._stderr)
 
     def headers(self) -> dict:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
@@ -128,7 +139,9 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
         try:
-            return self.proc.wait(timeout=timeout)
+            rc = self.proc.wait(timeout=timeout)
+            self._drain.join(timeout=10)
+            return rc
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()

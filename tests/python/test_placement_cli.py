@@ -62,7 +62,7 @@ def test_gemma_on_the_reference_npu_tracks_llamacpp(geniex_bin, gemma_gguf):
         r = run([geniex_bin, "run", "-m", gemma_gguf, "--raw", "-p", c["prompt"], "--temp", 0,
                  "-n", n, "--json", "--device", "npu"])
         assert r.returncode == 0, r.stderr
-        got = json.loads(r.stdout)["generated_tokens"]
+        got = json.loads(r.stdout)["token_ids"]
         same += got == c["generated_ids"]
         first += got[0] == c["generated_ids"][0]
     print(f"[ measure ] reference NPU vs llama.cpp: {same}/{len(cases)} identical, "

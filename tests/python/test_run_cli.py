@@ -24,8 +24,8 @@ def test_raw_greedy_json_matches_llamacpp_golden(geniex_bin, gemma_gguf):
             "-n", "48", "-t", "2", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["prompt_tokens"] == case["prompt_ids"]
-    assert out["generated_tokens"] == case["generated_ids"]
+    assert out["prompt_token_ids"] == case["prompt_ids"]
+    assert out["token_ids"] == case["generated_ids"]
     assert out["text"] == case["generated_text"]
     assert out["stop_reason"] == "length"
     t = out["timings"]
@@ -51,8 +51,8 @@ def test_chat_mode_uses_the_template(geniex_bin, gemma_gguf):
             "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert out["prompt_tokens"] == want["prompt_ids"]
-    assert out["generated_tokens"] == want["generated_ids"]
+    assert out["prompt_token_ids"] == want["prompt_ids"]
+    assert out["token_ids"] == want["generated_ids"]
 
 
 def test_seed_reproducible_and_stop_string(geniex_bin):
@@ -60,7 +60,7 @@ def test_seed_reproducible_and_stop_string(geniex_bin):
             "--temp", "1", "--seed", "7"]
     a, b = run(geniex_bin, *args), run(geniex_bin, *args)
     assert a.returncode == 0 and b.returncode == 0, a.stderr
-    assert json.loads(a.stdout)["generated_tokens"] == json.loads(b.stdout)["generated_tokens"]
+    assert json.loads(a.stdout)["token_ids"] == json.loads(b.stdout)["token_ids"]
     g = run(geniex_bin, "run", "-m", str(TINY), "--raw", "-p", "Hello world", "-n", "16",
             "--temp", "0", "--json")
     text = json.loads(g.stdout)["text"]
@@ -81,8 +81,8 @@ def test_errors_are_clear_and_exit_nonzero(geniex_bin, tmp_path):
     r = run(geniex_bin, "run", "-m", str(TINY), "-c", "8", "--raw", "-p", "one two three four "
             "five six seven eight nine ten eleven twelve")
     assert r.returncode == 1 and "context" in r.stderr
-    r = run(geniex_bin, "run", "-m", str(TINY))
-    assert r.returncode == 1 and "no prompt" in r.stderr
+    r = run(geniex_bin, "run", "-m", str(TINY), input_text="")
+    assert r.returncode == 2 and "no prompt" in r.stderr
     env = dict(os.environ, GENIEX_MODEL=str(tmp_path / "missing-default.gguf"))
     r = run(geniex_bin, "run", "-p", "hi", env=env)
     assert r.returncode == 1 and "setup.sh" in r.stderr

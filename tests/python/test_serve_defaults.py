@@ -25,7 +25,7 @@ def post(srv, path, body):
 
 def stop_and_stderr(srv) -> str:
     assert srv.stop() == 0
-    return srv.proc.stderr.read()
+    return "".join(srv.stderr_lines())
 
 
 @pytest.fixture(scope="module")

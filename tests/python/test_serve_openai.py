@@ -61,8 +61,8 @@ def test_chat_greedy_equals_geniex_run_and_usage_counts(gemma_server, greedy_cha
     choice = r.choices[0]
     assert choice.message.role == "assistant"
     assert choice.message.content == greedy_chat["text"]
-    assert r.usage.prompt_tokens == len(greedy_chat["prompt_tokens"])
-    assert r.usage.completion_tokens == len(greedy_chat["generated_tokens"])
+    assert r.usage.prompt_tokens == greedy_chat["prompt_tokens"]
+    assert r.usage.completion_tokens == greedy_chat["generated_tokens"]
     assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
     assert choice.finish_reason == ("length" if greedy_chat["stop_reason"] == "length" else "stop")
 
@@ -87,11 +87,11 @@ def test_completions_raw_greedy_equals_geniex_run_raw(gemma_server, geniex_bin, 
                                                 max_tokens=12, temperature=0)
     assert r.object == "text_completion"
     assert r.choices[0].text == ref["text"]
-    assert r.usage.prompt_tokens == len(ref["prompt_tokens"])
+    assert r.usage.prompt_tokens == ref["prompt_tokens"]
     assert r.usage.completion_tokens == 12 and r.choices[0].finish_reason == "length"
     # The same prompt as token ids.
     t = client(gemma_server).completions.create(model=gemma_server.model_id,
-                                                prompt=ref["prompt_tokens"], max_tokens=12,
+                                                prompt=ref["prompt_token_ids"], max_tokens=12,
                                                 temperature=0)
     assert t.choices[0].text == ref["text"]
 
@@ -111,8 +111,8 @@ def test_streaming_chat_with_usage(gemma_server, greedy_chat):
     finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
     assert len(finishes) == 1
     last = chunks[-1]
-    assert last.choices == [] and last.usage.prompt_tokens == len(greedy_chat["prompt_tokens"])
-    assert last.usage.completion_tokens == len(greedy_chat["generated_tokens"])
+    assert last.choices == [] and last.usage.prompt_tokens == greedy_chat["prompt_tokens"]
+    assert last.usage.completion_tokens == greedy_chat["generated_tokens"]
     assert all(c.usage is None for c in chunks[:-1])
 
 

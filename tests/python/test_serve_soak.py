@@ -96,10 +96,6 @@ def client_loop(srv, seed, deadline, stats, errors):
 
 def test_soak_many_clients_with_disconnects(geniex_bin, gemma_gguf):
     srv = start_server(geniex_bin, gemma_gguf, "--parallel", "4", "--queue", "16")
-    err_lines: list[str] = []
-    drain = threading.Thread(target=lambda: err_lines.extend(iter(srv.proc.stderr.readline, "")),
-                             daemon=True)
-    drain.start()
     try:
         proc = psutil.Process(srv.proc.pid)
         stats: collections.Counter = collections.Counter()
@@ -131,7 +127,7 @@ def test_soak_many_clients_with_disconnects(geniex_bin, gemma_gguf):
         assert r.status_code == 200
     finally:
         assert srv.stop() == 0
-    drain.join(timeout=10)
+    err_lines = srv.stderr_lines()
     access = [ln for ln in err_lines if " access: " in ln]
     fmt = re.compile(r"geniex serve: access: (GET|POST) \S+ \d{3} in=(\d+|-) out=(\d+|-) "
                      r"ms=(\d+\.\d|-)( client-closed)?\n")
