@@ -358,6 +358,9 @@ int run_bench(const BenchOptions& o) {
   const auto t0 = std::chrono::steady_clock::now();
   auto model = b.build();
   if (!model.ok()) return fail(path + ": " + model.status().message());
+  for (const std::string& w : model->info().warnings) {
+    std::fprintf(stderr, "geniex bench: warning: %s\n", w.c_str());
+  }
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const ModelInfo& info = model->info();

@@ -125,6 +125,9 @@ Result<Model> load_model(const PplOptions& o, int32_t n_ctx) {
   }
   auto m = b.build();
   if (!m.ok()) return Status(m.status().code(), path + ": " + m.status().message());
+  for (const std::string& w : m->info().warnings) {
+    std::fprintf(stderr, "geniex perplexity: warning: %s\n", w.c_str());
+  }
   if (m->info().n_ctx < n_ctx) {
     return invalid_argument("the model's training context is " + std::to_string(m->info().n_ctx) +
                             " tokens, less than -c " + std::to_string(n_ctx));

@@ -132,6 +132,9 @@ int run_serve(const ServeOptions& o) {
 
   auto model = b.build();
   if (!model.ok()) return fail(path + ": " + model.status().message());
+  for (const std::string& w : model->info().warnings) {
+    std::fprintf(stderr, "geniex serve: warning: %s\n", w.c_str());
+  }
 
   server::ServerOptions so;
   so.host = o.host;

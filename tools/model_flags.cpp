@@ -60,6 +60,9 @@ Result<PreparedModel> prepare_model(const ModelOptions& o, DefaultModel which) {
 Result<Model> load_model(PreparedModel& p, const ModelOptions& o) {
   auto m = p.builder.build();
   if (!m.ok()) return Status(m.status().code(), p.path + ": " + m.status().message());
+  for (const std::string& w : m->info().warnings) {
+    std::fprintf(stderr, "geniex: warning: %s\n", w.c_str());
+  }
   if (!o.load_state.empty()) GENIEX_TRY(m->load_state(o.load_state));
   if (o.explain) std::fprintf(stderr, "%s", m->explain_placement().c_str());
   return m;

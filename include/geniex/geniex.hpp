@@ -214,6 +214,9 @@ struct ModelInfo {
   /// "builtin:gemma" — often a base model that is not instruction-tuned), or "" (none: chat()
   /// fails with NOT_FOUND).
   std::string chat_template_origin;
+  /// Things the user should know about this load even without a log, e.g. that `--device gpu`
+  /// landed on a CPU-emulated OpenCL driver. Tools print them on stderr.
+  std::vector<std::string> warnings;
   std::string placement;  ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
 };
 

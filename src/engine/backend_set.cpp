@@ -89,6 +89,13 @@ Result<std::unique_ptr<backends::Backend>> opencl_unit(bool any_type, const Back
     if (o.log) o.log("gpu: " + b.status().message());
     return std::unique_ptr<backends::Backend>();
   }
+  if (const auto dev = backends::opencl_device(**b); dev && !dev->is_gpu && o.warnings) {
+    // A CPU OpenCL driver (PoCL) emulates a GPU on this CPU: ~20x slower than our CPU kernels.
+    o.warnings->push_back("--device gpu runs on the OpenCL device '" + dev->name + "' (" +
+                          dev->platform +
+                          "), a CPU driver, not a GPU: expect it to be many times slower than "
+                          "--device cpu");
+  }
   return std::move(*b);
 }
 #endif

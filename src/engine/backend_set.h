@@ -22,6 +22,8 @@ struct BackendSetOptions {
   bool deterministic = false;  ///< batch-invariant CPU kernels (ModelBuilder::with_deterministic)
   BackendTuning tuning;        ///< CPU and OpenCL tuning (ModelBuilder::with_tuning)
   std::function<void(const std::string&)> log;
+  /// Where the user should look even without a log (ModelInfo::warnings); may be null.
+  std::vector<std::string>* warnings = nullptr;
 };
 
 /// The backends for `options.device`:

@@ -45,6 +45,10 @@ TEST(EnginePlacementGpu, WholeModelOnOpenclAgreesWithTheCpu) {
       const Agreement ag = r.ag;
       EXPECT_NE(gpu->info().placement.find("whole model -> opencl("), std::string::npos)
           << gpu->info().placement;
+      // PoCL is a CPU driver: the load says so without a log.
+      ASSERT_EQ(gpu->info().warnings.size(), 1u);
+      EXPECT_NE(gpu->info().warnings[0].find("a CPU driver, not a GPU"), std::string::npos)
+          << gpu->info().warnings[0];
       std::printf("[ measure ] %s %s: OpenCL vs CPU over 256 tokens: top-1 %.4f, KL %.2e\n",
                   arch.c_str(), type.c_str(), ag.top1, ag.kl);
       EXPECT_GE(ag.top1, 0.99);

@@ -264,6 +264,8 @@ Result<Model> ModelBuilder::build() const {
   bso.log = [log](const std::string& line) {
     if (log) log(line);
   };
+  std::vector<std::string> warnings;
+  bso.warnings = &warnings;
   GENIEX_ASSIGN_OR_RETURN(auto list, engine::make_backends(bso));
   GENIEX_ASSIGN_OR_RETURN(runtime::Scheduler sched,
                           runtime::Scheduler::create(std::move(list), preference_of(device_),
@@ -310,6 +312,7 @@ Result<Model> ModelBuilder::build() const {
   info.bos_token = impl->tok->bos();
   info.add_bos = impl->tok->add_bos() && info.bos_token >= 0;
   info.chat_template_origin = template_origin;
+  info.warnings = std::move(warnings);
   // Place once at load so that an impossible placement fails here, not at the first token.
   {
     GENIEX_ASSIGN_OR_RETURN(auto fg, impl->probe_graph(1));

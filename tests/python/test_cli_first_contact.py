@@ -238,3 +238,16 @@ def test_chat_on_a_model_without_its_own_template_says_so(geniex_bin):
     assert "no chat template of its own" in r.stderr and "built-in gemma" in r.stderr
     r = run(geniex_bin, "run", "-m", TINY, "-p", "hi", "-n", 1)
     assert r.returncode == 0 and "no chat template of its own" not in r.stderr
+
+
+def test_gpu_on_a_cpu_opencl_driver_warns(geniex_bin):
+    # scripts/setup.sh installs PoCL (a CPU OpenCL driver) and no GPU driver exists here.
+    vendors = Path("/etc/OpenCL/vendors")
+    icds = [p.read_text().lower() for p in vendors.glob("*.icd")] if vendors.is_dir() else []
+    assert icds and all("pocl" in i for i in icds), "expected PoCL as the only OpenCL driver"
+    r = run(geniex_bin, "run", "-m", TINY, "--raw", "-p", "hi", "-n", 1, "--device", "gpu")
+    assert r.returncode == 0, r.stderr
+    assert "warning: --device gpu runs on the OpenCL device" in r.stderr
+    assert "not a GPU" in r.stderr
+    r = run(geniex_bin, "run", "-m", TINY, "--raw", "-p", "hi", "-n", 1, "--device", "cpu")
+    assert "not a GPU" not in r.stderr

@@ -610,6 +610,12 @@ Result<std::vector<OpenclDeviceInfo>> list_opencl_devices(const std::string& loa
   return out;
 }
 
+std::optional<OpenclDeviceInfo> opencl_device(const Backend& backend) {
+  const auto* b = dynamic_cast<const opencl::OpenclBackend*>(&backend);
+  if (b == nullptr) return std::nullopt;
+  return b->device_info();
+}
+
 std::optional<OpenclStats> opencl_stats(const Backend& backend) {
   const auto* b = dynamic_cast<const opencl::OpenclBackend*>(&backend);
   if (b == nullptr) return std::nullopt;

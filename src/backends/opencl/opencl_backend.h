@@ -73,6 +73,9 @@ Result<std::unique_ptr<Backend>> make_opencl_backend(const OpenclBackendOptions&
 /// Every OpenCL device on every platform of the loader `loader_path` (empty: the default).
 Result<std::vector<OpenclDeviceInfo>> list_opencl_devices(const std::string& loader_path = {});
 
+/// The device of `backend` when it is an OpenCL backend, else nullopt.
+std::optional<OpenclDeviceInfo> opencl_device(const Backend& backend);
+
 /// The counters of `backend` when it is an OpenCL backend, else nullopt.
 std::optional<OpenclStats> opencl_stats(const Backend& backend);
 

@@ -64,6 +64,7 @@ class OpenclBackend final : public Backend {
   ~OpenclBackend() override;
 
   [[nodiscard]] std::string name() const override { return "opencl(" + device_.info.name + ")"; }
+  [[nodiscard]] const OpenclDeviceInfo& device_info() const { return device_.info; }
   [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kGpu; }
   [[nodiscard]] OpSupport supports(const graph::Graph& graph, graph::NodeId id) const override;
   Status run(const graph::Graph& graph, const graph::Bindings& bindings) override;
