@@ -20,6 +20,7 @@
 #include "core/dtype.h"
 #include "default_model.h"
 #include "gguf/gguf_reader.h"
+#include "human_units.h"
 
 namespace geniex::cli {
 namespace {
@@ -126,33 +127,6 @@ void appendf(std::string& out, const char* fmt, ...) {
   out.append(big.data(), static_cast<size_t>(n));
 }
 
-std::string human_bytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  auto v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= 1024.0 && u + 1 < std::size(units)) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
-
-std::string human_count(uint64_t n) {
-  char buf[32];
-  if (n >= 1000000000) {
-    std::snprintf(buf, sizeof buf, "%.2fB", static_cast<double>(n) / 1e9);
-  } else if (n >= 1000000) {
-    std::snprintf(buf, sizeof buf, "%.2fM", static_cast<double>(n) / 1e6);
-  } else if (n >= 1000) {
-    std::snprintf(buf, sizeof buf, "%.2fK", static_cast<double>(n) / 1e3);
-  } else {
-    std::snprintf(buf, sizeof buf, "%" PRIu64, n);
-  }
-  return buf;
-}
-
 // Length of the valid UTF-8 sequence at s[i], or 0 if the bytes there are not one.
 size_t utf8_sequence_length(std::string_view s, size_t i) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
@@ -217,7 +191,7 @@ void render_header(std::string& out, const GgufFile& file, const std::string& pa
   appendf(out, "GGUF file: %s\n", printable(path).c_str());
   appendf(out, "  version:      %u\n", file.version());
   appendf(out, "  file size:    %" PRIu64 " bytes (%s)\n", file.file_size(),
-          human_bytes(file.file_size()).c_str());
+          human_bytes(file.file_size(), 2).c_str());
   appendf(out, "  alignment:    %u\n", file.alignment());
   appendf(out, "  data offset:  %" PRIu64 "\n", file.data_offset());
   appendf(out, "  tensors:      %zu\n", file.tensors().size());
@@ -270,10 +244,11 @@ void render_summary(std::string& out, const GgufFile& file) {
     p.bytes += t.n_bytes;
   }
   appendf(out, "\nSummary:\n");
-  appendf(out, "  parameters:   %" PRIu64 " (%s)\n", params, human_count(params).c_str());
-  appendf(out, "  tensor bytes: %" PRIu64 " (%s)\n", bytes, human_bytes(bytes).c_str());
+  appendf(out, "  parameters:   %" PRIu64 " (%s)\n", params, human_count(params, 2).c_str());
+  appendf(out, "  tensor bytes: %" PRIu64 " (%s)\n", bytes, human_bytes(bytes, 2).c_str());
   for (const auto& [name, p] : per_type) {
-    appendf(out, "  %-7s %5zu tensors  %s\n", name.c_str(), p.count, human_bytes(p.bytes).c_str());
+    appendf(out, "  %-7s %5zu tensors  %s\n", name.c_str(), p.count,
+            human_bytes(p.bytes, 2).c_str());
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "core/dtype.h"
 #include "gguf/gguf_reader.h"
+#include "human_units.h"
 #include "model_cache.h"
 #include "model_catalog.h"
 
@@ -116,31 +117,6 @@ std::vector<ModelRow> scan(const std::string& dir) {
   return rows;
 }
 
-std::string human_bytes(uint64_t n) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  auto v = static_cast<double>(n);
-  size_t u = 0;
-  while (v >= 1024.0 && u + 1 < std::size(units)) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
-
-std::string human_count(uint64_t n) {
-  char buf[32];
-  if (n >= 1000000000) {
-    std::snprintf(buf, sizeof buf, "%.2fB", static_cast<double>(n) / 1e9);
-  } else if (n >= 1000000) {
-    std::snprintf(buf, sizeof buf, "%.1fM", static_cast<double>(n) / 1e6);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1fK", static_cast<double>(n) / 1e3);
-  }
-  return buf;
-}
-
 template <typename T>
 Json or_null(const std::optional<T>& v) {
   return v ? Json(*v) : Json(nullptr);
@@ -178,9 +154,9 @@ std::string render_text(const std::string& dir, const std::vector<ModelRow>& row
   std::vector<std::vector<std::string>> table = {header};
   for (const ModelRow& r : rows) {
     const std::string dash = "-";
-    table.push_back({r.name, r.size ? human_bytes(*r.size) : dash, r.architecture.value_or(dash),
+    table.push_back({r.name, r.size ? human_bytes(*r.size, 1) : dash, r.architecture.value_or(dash),
                      r.file_type.value_or(r.dominant_type.value_or(dash)),
-                     r.parameters ? human_count(*r.parameters) : dash,
+                     r.parameters ? human_count(*r.parameters, 1) : dash,
                      r.chat_template ? (*r.chat_template ? "yes" : "no") : dash, r.error});
   }
   std::vector<size_t> width(header.size(), 0);
