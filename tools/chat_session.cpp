@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -50,13 +51,15 @@ std::vector<ChatMessage> with_system(const std::string& system,
 }
 
 // Drops the oldest exchanges until the prompt leaves `reserve` tokens of room for the reply.
-// Returns the token count, or an error when the newest message alone does not fit.
-Result<size_t> fit_context(const Model& m, const std::string& system,
-                           std::vector<ChatMessage>& turns, int32_t reserve, int& dropped) {
+// Returns the prompt's tokens (what chat() would feed), or an error when the newest message
+// alone does not fit.
+Result<std::vector<int32_t>> fit_context(const Model& m, const std::string& system,
+                                         std::vector<ChatMessage>& turns, int32_t reserve,
+                                         int& dropped) {
   const auto n_ctx = static_cast<size_t>(m.info().n_ctx);
   for (;;) {
     GENIEX_ASSIGN_OR_RETURN(auto ids, m.chat_tokens(with_system(system, turns)));
-    if (ids.size() + static_cast<size_t>(reserve) <= n_ctx) return ids.size();
+    if (ids.size() + static_cast<size_t>(reserve) <= n_ctx) return ids;
     if (turns.size() <= 1) {
       return out_of_range("this message takes " + std::to_string(ids.size()) +
                           " tokens with the template, and the context holds " +
@@ -177,12 +180,12 @@ int run_chat_session(PreparedModel& prepared, const ChatSessionOptions& o,
     const std::vector<ChatMessage> msgs = with_system(system, turns);
     if (o.verbose_prompt) {
       auto rendered = model->apply_chat_template(msgs);
-      auto ids = model->chat_tokens(msgs);
-      if (rendered.ok() && ids.ok()) print_verbose_prompt(*model, *rendered, *ids);
+      if (rendered.ok()) print_verbose_prompt(*model, *rendered, *fit);
     }
     g_interrupted.store(false);
     std::signal(SIGINT, on_chat_sigint);
-    auto gen = model->chat(msgs, cfg, print_piece);
+    // The tokens fit_context made are the ones chat() would make: feed them directly.
+    auto gen = model->generate(std::span<const int32_t>(*fit), cfg, print_piece);
     std::signal(SIGINT, SIG_DFL);
     std::fputc('\n', stdout);
     std::fflush(stdout);
