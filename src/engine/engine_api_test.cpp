@@ -353,7 +353,8 @@ TEST(EngineApi, ReportsTheSeedAndPrefillProgress) {
 // Rewrites tiny-llama with an edit and loads it.
 Result<Model> load_edited(const std::string& name,
                           const std::function<bool(std::string&, gguf::Value&)>& kv,
-                          const std::string& drop_tensor = "") {
+                          const std::string& drop_tensor = "",
+                          const std::function<void(gguf::GgufWriter&)>& extra = {}) {
   auto src = gguf::GgufFile::open(tiny("llama", "q8_0"));
   EXPECT_TRUE(src.ok());
   gguf::GgufWriter w;
@@ -369,6 +370,7 @@ Result<Model> load_edited(const std::string& name,
     std::vector<uint64_t> ne(t.ne.begin(), t.ne.begin() + std::max<uint32_t>(t.n_dims, 1));
     EXPECT_TRUE(w.add_tensor(t.name, t.type, ne, t.data).ok());
   }
+  if (extra) extra(w);
   const auto path =
       (std::filesystem::temp_directory_path() / ("geniex_engine_" + name + ".gguf")).string();
   EXPECT_TRUE(w.write(path).ok());
@@ -393,6 +395,45 @@ TEST(EngineApi, UnknownArchitectureAndMissingTensorAreClearErrors) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("blk.1.ffn_down.weight"), std::string::npos)
       << missing.status().message();
+}
+
+Result<Model> load_with_template(const std::string& name, const std::string& tmpl) {
+  return load_edited(
+      name, [](std::string& key, gguf::Value&) { return key != "tokenizer.chat_template"; }, "",
+      [&tmpl](gguf::GgufWriter& w) {
+        w.set("tokenizer.chat_template", gguf::Value::of_string(tmpl));
+      });
+}
+
+TEST(EngineApi, HostileChatTemplateFailsTheLoadWithTheLimit) {
+  // Issue 29: a downloaded file's template that would crash or exhaust a chat request.
+  std::string deep = "{{ 1";
+  for (int i = 0; i < 20000; ++i) deep += " + 1";
+  deep += " }}";
+  auto m = load_with_template("deep_template", deep);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(m.status().message().find("chat template"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("nested deeper than 500"), std::string::npos)
+      << m.status().message();
+
+  m = load_with_template("bomb_template",
+                         "{% set s = 'a' * 16000000 %}{{ [s] * 300 }}{{ messages[0].content }}");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(m.status().message().find("exceeds"), std::string::npos) << m.status().message();
+}
+
+TEST(EngineApi, ChatTemplateThatDoesNotParseFailsOnlyChat) {
+  auto m = load_with_template("broken_template", "{% if %}");
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  std::vector<ChatMessage> msgs{{"user", "hi"}};
+  auto text = m->apply_chat_template(msgs);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(text.status().message().find("syntax error"), std::string::npos)
+      << text.status().message();
+  EXPECT_TRUE(m->generate("Hello", greedy(2)).ok());
 }
 
 }  // namespace

@@ -128,6 +128,9 @@ std::string Model::token_piece(int32_t token) const {
 
 Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> messages,
                                                bool add_generation_prompt) const {
+  if (!impl_->chat_template && !impl_->chat_template_error.ok()) {
+    return impl_->chat_template_error;
+  }
   if (!impl_->chat_template) {
     return not_found("model '" + impl_->info.path +
                      "' has no chat template and its architecture has no built-in one; use "

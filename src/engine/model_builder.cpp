@@ -7,6 +7,7 @@
 
 #include "core/thread_pool.h"
 #include "engine/backend_set.h"
+#include "engine/chat_template_loader.h"
 #include "engine/model_impl.h"
 #include "models/forward_graph.h"
 #include "tokenizer/chat_template_source.h"
@@ -205,7 +206,13 @@ Result<Model> ModelBuilder::build() const {
   GENIEX_ASSIGN_OR_RETURN(impl->tok, tokenizer::Tokenizer::from_gguf(*impl->file));
   std::string template_origin;
   if (auto t = tokenizer::chat_template_source(*impl->file); t.ok()) {
-    impl->chat_template = t->text;
+    const auto& tk = *impl->tok;
+    GENIEX_ASSIGN_OR_RETURN(
+        engine::LoadedChatTemplate loaded,
+        engine::load_chat_template(t->text, tk.bos() >= 0 ? tk.token_text(tk.bos()) : "",
+                                   tk.eos() >= 0 ? tk.token_text(tk.eos()) : ""));
+    impl->chat_template = std::move(loaded.parsed);
+    impl->chat_template_error = loaded.error;
     template_origin =
         t->origin == tokenizer::ChatTemplateOrigin::kFile ? "file" : "builtin:" + t->family;
   }

@@ -20,6 +20,7 @@
 #include "models/model_weights.h"
 #include "runtime/kv_manager.h"
 #include "runtime/scheduler.h"
+#include "tokenizer/jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace geniex {
@@ -29,7 +30,9 @@ struct Model::Impl {
   models::ModelConfig config;
   models::ModelWeights weights;
   std::shared_ptr<const tokenizer::Tokenizer> tok;
-  std::optional<std::string> chat_template;  ///< Jinja text; nullopt when none is known
+  /// Parsed once at load; nullopt when none is known or it does not parse.
+  std::optional<jinja::Template> chat_template;
+  Status chat_template_error;  ///< why the file's template does not parse (chat fails with it)
   std::optional<runtime::Scheduler> scheduler;
   std::unique_ptr<runtime::KvManager> kv;
   std::unique_ptr<engine::StepRunner> runner;

@@ -41,6 +41,13 @@ enum class ExprKind {
 };
 
 struct Expr {
+  Expr() = default;
+  /// Iterative: a chain like 1 + 1 + ... is a left-deep tree as long as the template, and
+  /// destroying it recursively could overflow the stack before the depth check rejects it.
+  ~Expr();
+  Expr(const Expr&) = delete;
+  Expr& operator=(const Expr&) = delete;
+
   ExprKind kind;
   SourcePos pos;
   Value literal;

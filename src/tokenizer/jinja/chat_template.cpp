@@ -1,9 +1,12 @@
 // Chat template rendering with transformers' context conventions, and family fallbacks.
 #include "tokenizer/jinja/chat_template.h"
 
+#include "tokenizer/jinja/budget.h"
+
 namespace geniex::jinja {
 
 Value json_to_value(const nlohmann::ordered_json& j) {
+  NestGuard nest;  // request JSON may nest deeply
   using T = nlohmann::ordered_json::value_t;
   switch (j.type()) {
     case T::null: return Value::none();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/evaluator.h"
 #include "tokenizer/jinja/pyformat.h"
 
@@ -71,6 +72,7 @@ std::string percent_format(const std::string& fmt, const Value& args) {
   size_t next = 0;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
+    check_string_size(out.size());
     if (fmt[i] != '%') {
       out += fmt[i];
       continue;
@@ -91,7 +93,9 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     char buf[512];
     if (conv == 's' || conv == 'r') {
       if (spec.size() > 1) fail(ErrorKind::kUnsupported, "width/precision for %s is not supported");
-      out += conv == 's' ? a.str() : a.repr();
+      std::string piece = conv == 's' ? a.str() : a.repr();
+      check_string_size(out.size() + piece.size());
+      out += piece;
     } else if (conv == 'd' || conv == 'i') {
       if (!a.is_number()) type_error("%d format: a real number is required, not " + a.type_name());
       long long v =
@@ -108,6 +112,8 @@ std::string percent_format(const std::string& fmt, const Value& args) {
     }
   }
   if (next < list.size()) type_error("not all arguments converted during string formatting");
+  check_string_size(out.size());
+  charge_bytes(out.size());
   return out;
 }
 
@@ -184,25 +190,25 @@ Value Evaluator::getitem(const Value& obj, const Value& key) {
                                 std::to_string(key.to_int()));
       return items[static_cast<size_t>(i)];
     }
-    std::u32string u = utf8_decode(obj.as_string());
-    auto n = static_cast<int64_t>(u.size());
-    if (i < 0) i += n;
-    if (i < 0 || i >= n)
-      return Value::undefined("str object has no element " + std::to_string(key.to_int()));
-    std::string s;
-    utf8_append(s, u[static_cast<size_t>(i)]);
-    return Value(std::move(s));
+    std::optional<std::string> c = utf8_at(obj.as_string(), i);
+    if (!c) return Value::undefined("str object has no element " + std::to_string(key.to_int()));
+    return Value(std::move(*c));
   }
   if (key.is_string()) return getattr(obj, key.as_string());
   return Value::undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
 }
 
 bool value_less(const Value& a, const Value& b) {
+  NestGuard nest;
+  charge_steps(1);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.to_double() < b.to_double();
     return a.to_int() < b.to_int();
   }
-  if (a.is_string() && b.is_string()) return a.as_string() < b.as_string();
+  if (a.is_string() && b.is_string()) {
+    charge_bytes(std::min(a.as_string().size(), b.as_string().size()));
+    return a.as_string() < b.as_string();
+  }
   if (a.is_list() && b.is_list()) {
     const auto& x = a.as_list()->items;
     const auto& y = b.as_list()->items;
@@ -226,6 +232,7 @@ bool Evaluator::compare(const std::string& op, const Value& a, const Value& b) {
     if (b.is_string()) {
       if (!a.is_string())
         type_error("'in <string>' requires string as left operand, not " + a.type_name());
+      charge_bytes(b.as_string().size());
       r = b.as_string().find(a.as_string()) != std::string::npos;
     } else if (b.is_list()) {
       for (const auto& x : b.as_list()->items)
@@ -263,7 +270,7 @@ Value Evaluator::eval_binary(const std::string& op, const Value& a, const Value&
       std::vector<Value> items = a.as_list()->items;
       if (items.size() + b.as_list()->items.size() > env_.limits.max_collection)
         fail(ErrorKind::kLimit, "list too long");
-      charge(16 * (items.size() + b.as_list()->items.size()));
+      charge_elements(items.size() + b.as_list()->items.size(), sizeof(Value));
       items.insert(items.end(), b.as_list()->items.begin(), b.as_list()->items.end());
       return Value::list(std::move(items), a.as_list()->is_tuple);
     }
@@ -289,13 +296,14 @@ Value Evaluator::eval_binary(const std::string& op, const Value& a, const Value&
           check_size(SIZE_MAX);
         check_size(s.size() * static_cast<size_t>(n));
         std::string out;
+        out.reserve(s.size() * static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) out += s;
         return Value(std::move(out));
       }
       const auto& items = seq->as_list()->items;
       if (!items.empty() && static_cast<uint64_t>(n) > env_.limits.max_collection / items.size())
         fail(ErrorKind::kLimit, "list too long");
-      charge(16 * items.size() * static_cast<uint64_t>(n));
+      charge_elements(items.size() * static_cast<uint64_t>(n), sizeof(Value));
       std::vector<Value> out;
       for (int64_t i = 0; i < n; ++i) out.insert(out.end(), items.begin(), items.end());
       return Value::list(std::move(out), seq->as_list()->is_tuple);
@@ -339,6 +347,8 @@ Value Evaluator::eval_binary(const std::string& op, const Value& a, const Value&
 }
 
 Value Evaluator::eval(const Expr& e, Scope& scope) {
+  NestGuard nest;
+  charge_steps(1);
   try {
     switch (e.kind) {
       case ExprKind::kLiteral: return e.literal;
@@ -366,6 +376,7 @@ Value Evaluator::eval(const Expr& e, Scope& scope) {
         if (obj.is_undefined()) undefined_error(obj);
         if (obj.is_list()) {
           const auto& items = obj.as_list()->items;
+          charge_elements(items.size(), sizeof(Value) + sizeof(size_t));
           std::vector<Value> out;
           for (size_t k :
                slice_indices(static_cast<int64_t>(items.size()), parts[0], parts[1], parts[2]))
@@ -373,6 +384,7 @@ Value Evaluator::eval(const Expr& e, Scope& scope) {
           return Value::list(std::move(out), obj.as_list()->is_tuple);
         }
         if (obj.is_string()) {
+          charge_bytes(uint64_t{16} * obj.as_string().size());
           std::u32string u = utf8_decode(obj.as_string());
           std::string out;
           for (size_t k :

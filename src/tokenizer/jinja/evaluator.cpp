@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/pyformat.h"
 
 namespace geniex::jinja {
@@ -26,7 +27,10 @@ void Evaluator::Scope::set(std::string_view name, Value v) {
   vars.emplace_back(std::string(name), std::move(v));
 }
 
-Evaluator::Evaluator(const RenderEnv& env, const Value& context) : env_(env), context_(context) {}
+Evaluator::Evaluator(const RenderEnv& env, const Value& context)
+    : env_(env), context_(context), budget_(std::make_unique<RenderBudget>(env.limits)) {}
+
+Evaluator::~Evaluator() = default;
 
 std::string Evaluator::render(const Body& body) {
   std::string out;
@@ -41,18 +45,13 @@ std::string Evaluator::render(const Body& body) {
 }
 
 void Evaluator::check_size(size_t bytes) {
-  if (bytes > env_.limits.max_output_bytes)
-    fail(ErrorKind::kLimit,
-         "output or string exceeds " + std::to_string(env_.limits.max_output_bytes) + " bytes");
+  check_string_size(bytes);
   charge(bytes);
 }
 
-void Evaluator::charge(uint64_t bytes) {
-  work_ += bytes;
-  if (work_ > env_.limits.max_work_bytes)
-    fail(ErrorKind::kLimit,
-         "template did more than " + std::to_string(env_.limits.max_work_bytes) + " bytes of work");
-}
+void Evaluator::charge(uint64_t bytes) { budget_->charge_bytes(bytes); }
+
+void Evaluator::charge_steps(uint64_t n) { budget_->charge_steps(n); }
 
 void Evaluator::count_iterations(uint64_t n) {
   iterations_ += n;
@@ -95,6 +94,8 @@ Evaluator::Flow Evaluator::exec_body(const Body& body, Scope& scope) {
 }
 
 Evaluator::Flow Evaluator::exec(const Stmt& s, Scope& scope) {
+  NestGuard nest;
+  charge_steps(1);
   cur_pos_ = s.pos;
   switch (s.kind) {
     case StmtKind::kText: emit(s.text); break;
@@ -206,16 +207,21 @@ void Evaluator::assign(const Target& t, Value v, Scope& scope) {
 
 std::vector<Value> Evaluator::iterate(const Value& v) {
   if (v.is_list()) {
-    charge(16 * v.as_list()->items.size());
+    charge_elements(v.as_list()->items.size(), sizeof(Value));
+    charge_steps(v.as_list()->items.size());
     return v.as_list()->items;
   }
   if (v.is_dict()) {
+    charge_elements(v.as_dict()->items.size(), sizeof(Value));
+    charge_steps(v.as_dict()->items.size());
     std::vector<Value> keys;
     for (const auto& kv : v.as_dict()->items) keys.push_back(kv.first);
     return keys;
   }
   if (v.is_string()) {
-    charge(16 * v.as_string().size());
+    // One Value per code point (at most one per byte) plus the decoded copy.
+    charge_elements(v.as_string().size(), sizeof(Value) + sizeof(char32_t));
+    charge_steps(v.as_string().size());
     std::vector<Value> chars;
     for (char32_t c : utf8_decode(v.as_string())) {
       std::string s;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,8 @@
 
 namespace geniex::jinja {
 
+class RenderBudget;
+
 /// Budgets that keep hostile templates from exhausting the machine.
 struct RenderLimits {
   size_t max_output_bytes = size_t{16} << 20;     ///< any rendered or built string
@@ -22,7 +25,8 @@ struct RenderLimits {
   uint64_t max_loop_iterations = 1'000'000;       ///< loop bodies run, all loops together
   size_t max_range = 100'000;                     ///< range() length (jinja2's sandbox MAX_RANGE)
   size_t max_collection = 1'000'000;              ///< elements of a list built by * or +
-  uint64_t max_work_bytes = uint64_t{256} << 20;  ///< bytes of strings/lists built, all together
+  uint64_t max_work_bytes = uint64_t{256} << 20;  ///< bytes built, copied or scanned, all together
+  uint64_t max_steps = 50'000'000;  ///< expression nodes evaluated + elements visited, all together
 };
 
 /// Environment of one render: limits and the time strftime_now() sees.
@@ -40,6 +44,9 @@ TestFn find_test(std::string_view name);
 class Evaluator {
  public:
   Evaluator(const RenderEnv& env, const Value& context);
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
   /// Renders a template body; throws JinjaError.
   std::string render(const Body& body);
@@ -52,8 +59,10 @@ class Evaluator {
   std::vector<Value> iterate(const Value& v);
   /// Checks a string about to be built against max_output_bytes and charges it to the work budget.
   void check_size(size_t bytes);
-  /// Charges `bytes` of work (strings built, items copied) against max_work_bytes.
+  /// Charges `bytes` of work (strings built, items copied or scanned) against max_work_bytes.
   void charge(uint64_t bytes);
+  /// Charges `n` steps (elements visited) against max_steps.
+  void charge_steps(uint64_t n);
   void count_iterations(uint64_t n);
   const RenderEnv& env() const { return env_; }
 
@@ -82,11 +91,11 @@ class Evaluator {
 
   const RenderEnv& env_;
   const Value& context_;
+  std::unique_ptr<RenderBudget> budget_;  ///< this thread's budget while the evaluator lives
   Scope root_;
   std::string* out_ = nullptr;
   int depth_ = 0;
   uint64_t iterations_ = 0;
-  uint64_t work_ = 0;
   SourcePos cur_pos_;
 };
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/evaluator.h"
 #include "tokenizer/jinja/pyformat.h"
 
@@ -77,8 +78,15 @@ Value f_batch(Evaluator& ev, const Value& v, const CallArgs& a) {
   int64_t n = arg_int(a, 0, "linecount", 1);
   if (n <= 0) type_error("batch size must be positive");
   const Value* fill = arg(a, 1, "fill_with");
+  std::vector<Value> items = to_list(ev, v);
+  // The last batch is filled up to `n`: charge what that makes before making it.
+  const uint64_t padded = fill && !fill->is_none() && !items.empty()
+                              ? (items.size() + static_cast<uint64_t>(n) - 1) /
+                                    static_cast<uint64_t>(n) * static_cast<uint64_t>(n)
+                              : items.size();
+  charge_elements(padded, sizeof(Value));
   std::vector<Value> out, cur;
-  for (auto& item : to_list(ev, v)) {
+  for (auto& item : items) {
     cur.push_back(item);
     if (static_cast<int64_t>(cur.size()) == n) {
       out.push_back(Value::list(std::move(cur)));
@@ -123,6 +131,7 @@ Value f_dictsort(Evaluator& ev, const Value& v, const CallArgs& a) {
   bool rev = arg_bool(a, 2, "reverse", false);
   size_t pos = by == "key" ? 0 : by == "value" ? 1 : 2;
   if (pos == 2) type_error("You can only sort by either \"key\" or \"value\"");
+  charge_elements(v.as_dict()->items.size(), 3 * sizeof(Value));
   std::vector<Value> items;
   for (const auto& [k, val] : v.as_dict()->items) items.push_back(Value::list({k, val}, true));
   std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
@@ -133,9 +142,13 @@ Value f_dictsort(Evaluator& ev, const Value& v, const CallArgs& a) {
   return Value::list(std::move(items));
 }
 
-Value f_escape(Evaluator&, const Value& v, const CallArgs&) {
+Value f_escape(Evaluator& ev, const Value& v, const CallArgs&) {
+  const std::string s = need_str(v);
+  ev.check_size(s.size() + 4 * static_cast<uint64_t>(std::count_if(s.begin(), s.end(), [](char c) {
+                             return c == '&' || c == '<' || c == '>' || c == '"' || c == '\'';
+                           })));
   std::string out;
-  for (char c : need_str(v)) {
+  for (char c : s) {
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
@@ -178,15 +191,21 @@ Value f_format(Evaluator&, const Value& v, const CallArgs& a) {
   return Value(percent_format(need_str(v), args));
 }
 
-Value f_indent(Evaluator&, const Value& v, const CallArgs& a) {
+Value f_indent(Evaluator& ev, const Value& v, const CallArgs& a) {
   std::string s = need_str(v);
   const Value* w = arg(a, 0, "width");
   std::string ind =
       w && w->is_string()
           ? w->as_string()
-          : std::string(static_cast<size_t>(std::max<int64_t>(0, w ? w->to_int() : 4)), ' ');
+          : std::string(static_cast<size_t>(std::clamp<int64_t>(
+                            w ? w->to_int() : 4, 0,
+                            static_cast<int64_t>(ev.env().limits.max_output_bytes) + 1)),
+                        ' ');
   bool first = arg_bool(a, 1, "first", false);
   bool blank = arg_bool(a, 2, "blank", false);
+  // Every line may get the indent: check the result's size before building it.
+  const uint64_t lines_n = static_cast<uint64_t>(std::count(s.begin(), s.end(), '\n')) + 1;
+  ev.check_size(s.size() + lines_n * ind.size());
   s += "\n";
   std::vector<std::string> lines;
   size_t start = 0;
@@ -239,6 +258,7 @@ Value f_int(Evaluator&, const Value& v, const CallArgs& a) {
 Value f_items(Evaluator&, const Value& v, const CallArgs&) {
   if (v.is_undefined()) return Value::list();
   if (!v.is_dict()) type_error("Can only get item pairs from a mapping.");
+  charge_elements(v.as_dict()->items.size(), 3 * sizeof(Value));
   std::vector<Value> out;
   for (const auto& [k, val] : v.as_dict()->items) out.push_back(Value::list({k, val}, true));
   return Value::list(std::move(out));
@@ -399,6 +419,7 @@ Value f_sort(Evaluator& ev, const Value& v, const CallArgs& a) {
   bool cs = arg_bool(a, 1, "case_sensitive", false);
   std::optional<std::string> attr = arg_str(a, 2, "attribute");
   std::vector<Value> items = to_list(ev, v);
+  charge_elements(items.size(), 2 * sizeof(Value) + sizeof(std::pair<Value, size_t>));
   std::vector<std::pair<Value, size_t>> keyed;
   for (size_t i = 0; i < items.size(); ++i) keyed.emplace_back(sort_key(ev, items[i], attr, cs), i);
   std::stable_sort(keyed.begin(), keyed.end(), [&](const auto& x, const auto& y) {

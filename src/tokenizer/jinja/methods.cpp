@@ -1,7 +1,9 @@
 // Methods of str / dict / list values and the template globals.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/evaluator.h"
 #include "tokenizer/jinja/pyformat.h"
 
@@ -40,6 +42,7 @@ bool affix_match(const std::string& s, const Value& what, bool prefix) {
 
 // str.format with {}, {0} and {name} fields (no format specs or conversions).
 std::string str_format(const std::string& fmt, const CallArgs& a) {
+  charge_bytes(fmt.size());
   std::string out;
   size_t auto_idx = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -69,7 +72,9 @@ std::string str_format(const std::string& fmt, const CallArgs& a) {
           if (k == field) v = &val;
         if (!v) type_error("KeyError: '" + field + "'");
       }
-      out += v->str();
+      std::string piece = v->str();
+      check_string_size(out.size() + piece.size());
+      out += piece;
       i = e;
     } else if (c == '}') {
       type_error("Single '}' encountered in format string");
@@ -109,6 +114,7 @@ Value str_method(const std::string& s, std::string_view name, Evaluator& ev, con
   }
   if (name == "find" || name == "rfind" || name == "count") {
     const std::string& sub = req_str(a, 0, "sub");
+    charge_bytes(s.size());
     if (name == "count") {
       if (sub.empty()) return Value(static_cast<int64_t>(utf8_length(s) + 1));
       int64_t n = 0;
@@ -143,6 +149,11 @@ Value str_method(const std::string& s, std::string_view name, Evaluator& ev, con
     return Value(s);
   }
   if (name == "splitlines") {
+    charge_bytes(s.size());
+    charge_elements(static_cast<uint64_t>(std::count_if(
+                        s.begin(), s.end(), [](char c) { return c == '\n' || c == '\r'; })) +
+                        1,
+                    sizeof(Value));
     std::vector<Value> out;
     size_t start = 0;
     for (size_t i = 0; i < s.size(); ++i) {
@@ -187,6 +198,7 @@ bool is_str_method(std::string_view n) {
 Value dict_method(const Value& obj, std::string_view name, const CallArgs& a) {
   const auto& d = *obj.as_dict();
   if (name == "items" || name == "keys" || name == "values") {
+    charge_elements(d.items.size(), 3 * sizeof(Value));
     std::vector<Value> out;
     for (const auto& [k, v] : d.items) {
       if (name == "items")
@@ -257,7 +269,7 @@ Value g_range(Evaluator& ev, const CallArgs& a) {
       fail(ErrorKind::kLimit, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (" +
                                   std::to_string(ev.env().limits.max_range) + ").");
     out.emplace_back(i);
-    ev.charge(16);
+    ev.charge(sizeof(Value));
     if ((step > 0 && i > INT64_MAX - step) || (step < 0 && i < INT64_MIN - step)) break;
   }
   return Value::list(std::move(out));

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/error.h"
 #include "tokenizer/jinja/value.h"
 
@@ -153,10 +154,29 @@ std::string json_key(const Value& k) {
   type_error("keys must be str, int, float, bool or None, not " + k.type_name());
 }
 
-void json_value(std::string& out, const Value& v, const JsonOptions& o, int depth) {
-  if (depth > 512) fail(ErrorKind::kLimit, "tojson: nesting too deep");
+// Containers being written, outermost first: json.dumps refuses a value that contains itself.
+using OpenContainers = std::vector<const void*>;
+
+struct OpenScope {
+  OpenScope(OpenContainers& open, const void* c) : open_(open) {
+    for (const void* o : open_)
+      if (o == c) type_error("ValueError: Circular reference detected");
+    open_.push_back(c);
+  }
+  ~OpenScope() { open_.pop_back(); }
+  OpenScope(const OpenScope&) = delete;
+  OpenScope& operator=(const OpenScope&) = delete;
+  OpenContainers& open_;
+};
+
+void json_value(std::string& out, const Value& v, const JsonOptions& o, int depth,
+                OpenContainers& open) {
+  NestGuard nest;
+  charge_steps(1);
+  check_string_size(out.size());
   auto newline = [&](int d) {
     if (!o.indent) return;
+    check_string_size(out.size() + 1 + static_cast<uint64_t>(d) * o.indent->size());
     out += '\n';
     for (int i = 0; i < d; ++i) out += *o.indent;
   };
@@ -182,15 +202,18 @@ void json_value(std::string& out, const Value& v, const JsonOptions& o, int dept
       out += "[]";
       return;
     }
+    OpenScope scope(open, v.as_list().get());
     out += '[';
     for (size_t i = 0; i < items.size(); ++i) {
       if (i) out += o.item_sep;
       newline(depth + 1);
-      json_value(out, items[i], o, depth + 1);
+      json_value(out, items[i], o, depth + 1, open);
     }
     newline(depth);
     out += ']';
-  } else if (v.is_dict()) {
+  } else if (v.is_dict() && !v.as_dict()->is_namespace) {
+    OpenScope scope(open, v.as_dict().get());
+    charge_elements(v.as_dict()->items.size(), sizeof(std::pair<std::string, const Value*>));
     std::vector<std::pair<std::string, const Value*>> items;
     for (const auto& [k, val] : v.as_dict()->items) items.emplace_back(json_key(k), &val);
     if (o.sort_keys) {
@@ -207,7 +230,7 @@ void json_value(std::string& out, const Value& v, const JsonOptions& o, int dept
       newline(depth + 1);
       json_string(out, items[i].first, o.ensure_ascii);
       out += o.key_sep;
-      json_value(out, *items[i].second, o, depth + 1);
+      json_value(out, *items[i].second, o, depth + 1, open);
     }
     newline(depth);
     out += '}';
@@ -220,7 +243,9 @@ void json_value(std::string& out, const Value& v, const JsonOptions& o, int dept
 
 std::string python_json_dumps(const Value& v, const JsonOptions& opts) {
   std::string out;
-  json_value(out, v, opts, 0);
+  OpenContainers open;
+  json_value(out, v, opts, 0, open);
+  check_string_size(out.size());
   return out;
 }
 
@@ -242,37 +267,63 @@ void utf8_append(std::string& out, char32_t cp) {
   }
 }
 
+namespace {
+
+// Decodes the code point at byte `i` into `cp` and returns the byte after it. An invalid or
+// truncated sequence decodes to U+FFFD and consumes one byte.
+size_t decode_one(std::string_view s, size_t i, char32_t& cp) {
+  auto c = static_cast<unsigned char>(s[i]);
+  int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
+  if (n < 0 || i + static_cast<size_t>(n) >= s.size()) {
+    cp = U'\uFFFD';
+    return i + 1;
+  }
+  char32_t v = n == 0 ? c : n == 1 ? (c & 0x1f) : n == 2 ? (c & 0x0f) : (c & 0x07);
+  for (int k = 1; k <= n; ++k) {
+    auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
+    if ((cc & 0xc0) != 0x80) {
+      cp = U'\uFFFD';
+      return i + 1;
+    }
+    v = (v << 6) | (cc & 0x3f);
+  }
+  cp = v;
+  return i + static_cast<size_t>(n) + 1;
+}
+
+}  // namespace
+
 std::u32string utf8_decode(std::string_view s) {
+  // Scanned once, and up to 4 bytes per code point allocated.
+  charge_bytes(uint64_t{5} * s.size());
   std::u32string out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
-    if (n < 0 || i + static_cast<size_t>(n) >= s.size()) {
-      out += U'\uFFFD';
-      ++i;
-      continue;
-    }
-    char32_t cp = n == 0 ? c : n == 1 ? (c & 0x1f) : n == 2 ? (c & 0x0f) : (c & 0x07);
-    bool ok = true;
-    for (int k = 1; k <= n; ++k) {
-      auto cc = static_cast<unsigned char>(s[i + static_cast<size_t>(k)]);
-      if ((cc & 0xc0) != 0x80) {
-        ok = false;
-        break;
-      }
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (!ok) {
-      out += U'\uFFFD';
-      ++i;
-      continue;
-    }
+  char32_t cp = 0;
+  for (size_t i = 0; i < s.size();) {
+    i = decode_one(s, i, cp);
     out += cp;
-    i += static_cast<size_t>(n) + 1;
   }
   return out;
+}
+
+std::optional<std::string> utf8_at(std::string_view s, int64_t index) {
+  if (index < 0) {
+    index += static_cast<int64_t>(utf8_length(s));
+    if (index < 0) return std::nullopt;
+  }
+  char32_t cp = 0;
+  int64_t k = 0;
+  for (size_t i = 0; i < s.size(); ++k) {
+    i = decode_one(s, i, cp);
+    if (k == index) {
+      charge_bytes(i);
+      std::string out;
+      utf8_append(out, cp);
+      return out;
+    }
+  }
+  charge_bytes(s.size());
+  return std::nullopt;
 }
 
 std::string utf8_encode(std::u32string_view s) {
@@ -283,8 +334,12 @@ std::string utf8_encode(std::u32string_view s) {
 }
 
 size_t utf8_length(std::string_view s) {
+  charge_bytes(s.size());
   if (is_ascii(s)) return s.size();
-  return utf8_decode(s).size();
+  size_t n = 0;
+  char32_t cp = 0;
+  for (size_t i = 0; i < s.size(); ++n) i = decode_one(s, i, cp);
+  return n;
 }
 
 bool is_ascii(std::string_view s) {
@@ -331,6 +386,8 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
       }
       size_t j = i;
       while (j < u.size() && !is_py_space(u[j])) ++j;
+      charge_elements(out.size() + 1, 0);
+      charge_bytes(sizeof(Value) + (j - i));
       out.push_back(utf8_encode(std::u32string_view(u).substr(i, j - i)));
       i = j;
     }
@@ -342,6 +399,8 @@ std::vector<std::string> py_split(std::string_view s, const std::optional<std::s
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) break;
     size_t p = s.find(*sep, start);
     if (p == std::string_view::npos) break;
+    charge_elements(out.size() + 1, 0);
+    charge_bytes(sizeof(Value) + (p - start));
     out.emplace_back(s.substr(start, p - start));
     start = p + sep->size();
   }
@@ -412,7 +471,25 @@ std::string py_capitalize(std::string_view s) {
 
 std::string py_replace(std::string_view s, std::string_view old, std::string_view with,
                        int64_t count) {
+  // The result's size first: a few bytes of `s` and `with` can ask for terabytes.
+  uint64_t hits = 0;
+  if (old.empty()) {
+    hits = utf8_length(s) + 1;
+  } else {
+    for (size_t p = s.find(old); p != std::string_view::npos; p = s.find(old, p + old.size()))
+      ++hits;
+  }
+  charge_bytes(s.size());
+  if (count >= 0) hits = std::min<uint64_t>(hits, static_cast<uint64_t>(count));
+  const uint64_t removed = old.size() * hits;
+  const uint64_t added = with.empty()                      ? 0
+                         : hits > UINT64_MAX / with.size() ? UINT64_MAX
+                                                           : hits * with.size();
+  const uint64_t result = added > UINT64_MAX - s.size() ? UINT64_MAX : s.size() - removed + added;
+  check_string_size(result);
+  charge_bytes(result);
   std::string out;
+  out.reserve(static_cast<size_t>(result));
   if (old.empty()) {
     // Python inserts `with` between every code point (and at both ends).
     std::u32string u = utf8_decode(s);

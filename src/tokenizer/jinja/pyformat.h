@@ -32,6 +32,9 @@ std::string python_json_dumps(const Value& v, const JsonOptions& opts);
 std::u32string utf8_decode(std::string_view s);
 std::string utf8_encode(std::u32string_view s);
 void utf8_append(std::string& out, char32_t cp);
+/// Python s[index] for a str: the code point at `index` (negative counts from the end), nullopt
+/// when out of range. Walks only as far as it must (s[0] is O(1)).
+std::optional<std::string> utf8_at(std::string_view s, int64_t index);
 /// Number of code points (Python len of str).
 size_t utf8_length(std::string_view s);
 bool is_ascii(std::string_view s);

@@ -14,28 +14,46 @@ struct Template::Impl {
 
 namespace {
 
-void check_names(const Expr& e) {
-  if (e.kind == ExprKind::kFilter && !find_filter(e.name))
-    fail(ErrorKind::kSyntax, "No filter named '" + e.name + "'.", e.pos);
-  if (e.kind == ExprKind::kTest && !find_test(e.name))
-    fail(ErrorKind::kSyntax, "No test named '" + e.name + "'.", e.pos);
-  for (const auto& c : e.children)
-    if (c) check_names(*c);
-  for (const auto& kv : e.kwargs) check_names(*kv.second);
+// Deepest expression tree a template may hold. jinja2 itself (CPython's default recursion limit)
+// fails between 400 and 500 chained operators, so every template jinja2 renders stays inside.
+constexpr int kMaxExprDepth = 500;
+
+// Checks one expression tree without recursion: its depth, and that every filter and test it
+// names exists.
+void check_expr(const Expr& root) {
+  std::vector<std::pair<const Expr*, int>> pending{{&root, 1}};
+  while (!pending.empty()) {
+    auto [e, depth] = pending.back();
+    pending.pop_back();
+    if (depth > kMaxExprDepth) {
+      fail(ErrorKind::kLimit,
+           "expression nested deeper than " + std::to_string(kMaxExprDepth) + " levels", e->pos);
+    }
+    if (e->kind == ExprKind::kFilter && !find_filter(e->name))
+      fail(ErrorKind::kSyntax, "No filter named '" + e->name + "'.", e->pos);
+    if (e->kind == ExprKind::kTest && !find_test(e->name))
+      fail(ErrorKind::kSyntax, "No test named '" + e->name + "'.", e->pos);
+    for (const auto& c : e->children)
+      if (c) pending.emplace_back(c.get(), depth + 1);
+    for (const auto& kv : e->kwargs)
+      if (kv.second) pending.emplace_back(kv.second.get(), depth + 1);
+  }
 }
 
-void check_names(const Body& body) {
+// Statements nest at most as deep as the parser allows (its own limit), so this recursion is
+// bounded.
+void check_tree(const Body& body) {
   for (const auto& s : body) {
     for (const Expr* e : {s->expr.get(), s->cond.get()})
-      if (e) check_names(*e);
+      if (e) check_expr(*e);
     for (const auto& d : s->defaults)
-      if (d) check_names(*d);
+      if (d) check_expr(*d);
     for (const auto& [c, b] : s->branches) {
-      check_names(*c);
-      check_names(b);
+      check_expr(*c);
+      check_tree(b);
     }
-    check_names(s->body);
-    check_names(s->else_body);
+    check_tree(s->body);
+    check_tree(s->else_body);
   }
 }
 
@@ -72,7 +90,7 @@ Result<Template> Template::parse(std::string_view source, const ParseOptions& op
     std::vector<Token> toks = tokenize(src, lo, lines);
     auto impl = std::make_shared<Impl>();
     impl->body = parse_template(toks, lines);
-    check_names(impl->body);
+    check_tree(impl->body);
     return Template(std::move(impl));
   } catch (const JinjaError& e) {
     return status_from_error(e);

@@ -1,6 +1,9 @@
 // Value model: construction, truthiness, printing, equality.
 #include "tokenizer/jinja/value.h"
 
+#include <algorithm>
+
+#include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/error.h"
 #include "tokenizer/jinja/pyformat.h"
 
@@ -8,18 +11,21 @@ namespace geniex::jinja {
 
 const Value* DictData::find(const Value& key) const {
   if (key.is_string()) return find(std::string_view(key.as_string()));
+  charge_steps(items.size());
   for (const auto& [k, v] : items)
     if (values_equal(k, key)) return &v;
   return nullptr;
 }
 
 const Value* DictData::find(std::string_view key) const {
+  charge_steps(items.size());
   for (const auto& [k, v] : items)
     if (k.is_string() && k.as_string() == key) return &v;
   return nullptr;
 }
 
 void DictData::set(Value key, Value value) {
+  charge_steps(items.size());
   for (auto& [k, v] : items) {
     if (values_equal(k, key)) {
       v = std::move(value);
@@ -131,34 +137,78 @@ std::string Value::str() const {
   return repr();
 }
 
+namespace {
+
+// Python's repr of containers: a container met again while it is being printed prints as
+// [...] / {...} (CPython's Py_ReprEnter), so a namespace holding itself prints in finite space.
+void repr_into(const Value& v, std::string& out, std::vector<const void*>& open) {
+  NestGuard nest;
+  charge_steps(1);
+  if (!v.is_list() && !v.is_dict()) {
+    std::string s = v.repr();
+    check_string_size(out.size() + s.size());
+    out += s;
+    return;
+  }
+  const void* id = v.is_list() ? static_cast<const void*>(v.as_list().get())
+                               : static_cast<const void*>(v.as_dict().get());
+  const bool again = std::find(open.begin(), open.end(), id) != open.end();
+  open.push_back(id);
+  struct Pop {
+    std::vector<const void*>& o;
+    ~Pop() { o.pop_back(); }
+  } pop{open};
+  if (v.is_list()) {
+    const auto& l = *v.as_list();
+    if (again) {
+      out += l.is_tuple ? "(...)" : "[...]";
+      return;
+    }
+    out += l.is_tuple ? "(" : "[";
+    for (size_t i = 0; i < l.items.size(); ++i) {
+      if (i) out += ", ";
+      repr_into(l.items[i], out, open);
+    }
+    if (l.is_tuple && l.items.size() == 1) out += ",";
+    out += l.is_tuple ? ")" : "]";
+    return;
+  }
+  const auto& d = *v.as_dict();
+  out += d.is_namespace ? "<Namespace {" : "{";
+  if (again) {
+    out += d.is_namespace ? "...}>" : "...}";
+    return;
+  }
+  for (size_t i = 0; i < d.items.size(); ++i) {
+    if (i) out += ", ";
+    repr_into(d.items[i].first, out, open);
+    out += ": ";
+    repr_into(d.items[i].second, out, open);
+  }
+  out += d.is_namespace ? "}>" : "}";
+}
+
+}  // namespace
+
 std::string Value::repr() const {
   if (is_undefined()) return "Undefined";
   if (is_none()) return "None";
   if (is_bool()) return as_bool() ? "True" : "False";
   if (is_int()) return std::to_string(as_int());
   if (is_float()) return python_float_repr(as_float());
-  if (is_string()) return python_string_repr(as_string());
-  if (is_list()) {
-    const auto& l = *as_list();
-    std::string out = l.is_tuple ? "(" : "[";
-    for (size_t i = 0; i < l.items.size(); ++i) {
-      if (i) out += ", ";
-      out += l.items[i].repr();
-    }
-    if (l.is_tuple && l.items.size() == 1) out += ",";
-    out += l.is_tuple ? ")" : "]";
-    return out;
+  if (is_string()) {
+    // At most 4 bytes per byte of an already bounded string.
+    std::string r = python_string_repr(as_string());
+    check_string_size(r.size());
+    charge_bytes(r.size());
+    return r;
   }
-  if (is_dict()) {
-    const auto& d = *as_dict();
-    std::string out = d.is_namespace ? "<Namespace {" : "{";
-    for (size_t i = 0; i < d.items.size(); ++i) {
-      if (i) out += ", ";
-      out += d.items[i].first.repr();
-      out += ": ";
-      out += d.items[i].second.repr();
-    }
-    out += d.is_namespace ? "}>" : "}";
+  if (is_list() || is_dict()) {
+    std::string out;
+    std::vector<const void*> open;
+    repr_into(*this, out, open);
+    check_string_size(out.size());
+    charge_bytes(out.size());
     return out;
   }
   const auto& f = *as_func();
@@ -167,16 +217,22 @@ std::string Value::repr() const {
 }
 
 bool values_equal(const Value& a, const Value& b) {
+  NestGuard nest;
+  charge_steps(1);
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.to_double() == b.to_double();
     return a.to_int() == b.to_int();
   }
-  if (a.is_string() && b.is_string()) return a.as_string() == b.as_string();
+  if (a.is_string() && b.is_string()) {
+    charge_bytes(std::min(a.as_string().size(), b.as_string().size()));
+    return a.as_string() == b.as_string();
+  }
   if (a.is_none() && b.is_none()) return true;
   if (a.is_undefined() && b.is_undefined()) return true;
   if (a.is_list() && b.is_list()) {
     const auto& x = a.as_list()->items;
     const auto& y = b.as_list()->items;
+    if (a.as_list() == b.as_list()) return true;  // Python compares identical items as equal
     if (a.as_list()->is_tuple != b.as_list()->is_tuple) return false;
     if (x.size() != y.size()) return false;
     for (size_t i = 0; i < x.size(); ++i)

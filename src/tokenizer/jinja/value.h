@@ -57,19 +57,22 @@ class Value {
   using List = std::shared_ptr<ListData>;
   using Dict = std::shared_ptr<DictData>;
   using Func = std::shared_ptr<const Function>;
+  /// Strings are immutable and shared: copying a Value (a variable lookup, a list repeated,
+  /// a loop item) never copies the text, which a template could otherwise multiply freely.
+  using Str = std::shared_ptr<const std::string>;
 
   Value() : v_(Undefined{}) {}
-  Value(None) : v_(None{}) {}                        // NOLINT
-  Value(bool b) : v_(b) {}                           // NOLINT
-  Value(int64_t i) : v_(i) {}                        // NOLINT
-  Value(int i) : v_(static_cast<int64_t>(i)) {}      // NOLINT
-  Value(double d) : v_(d) {}                         // NOLINT
-  Value(std::string s) : v_(std::move(s)) {}         // NOLINT
-  Value(const char* s) : v_(std::string(s)) {}       // NOLINT
-  Value(std::string_view s) : v_(std::string(s)) {}  // NOLINT
-  Value(List l) : v_(std::move(l)) {}                // NOLINT
-  Value(Dict d) : v_(std::move(d)) {}                // NOLINT
-  Value(Func f) : v_(std::move(f)) {}                // NOLINT
+  Value(None) : v_(None{}) {}                                                      // NOLINT
+  Value(bool b) : v_(b) {}                                                         // NOLINT
+  Value(int64_t i) : v_(i) {}                                                      // NOLINT
+  Value(int i) : v_(static_cast<int64_t>(i)) {}                                    // NOLINT
+  Value(double d) : v_(d) {}                                                       // NOLINT
+  Value(std::string s) : v_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT
+  Value(const char* s) : Value(std::string(s)) {}                                  // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}                             // NOLINT
+  Value(List l) : v_(std::move(l)) {}                                              // NOLINT
+  Value(Dict d) : v_(std::move(d)) {}                                              // NOLINT
+  Value(Func f) : v_(std::move(f)) {}                                              // NOLINT
 
   static Value undefined(std::string name = {}) {
     Value v;
@@ -89,7 +92,7 @@ class Value {
   [[nodiscard]] bool is_float() const { return std::holds_alternative<double>(v_); }
   /// int, float or bool (Python's numbers.Number).
   [[nodiscard]] bool is_number() const { return is_int() || is_float() || is_bool(); }
-  [[nodiscard]] bool is_string() const { return std::holds_alternative<std::string>(v_); }
+  [[nodiscard]] bool is_string() const { return std::holds_alternative<Str>(v_); }
   [[nodiscard]] bool is_list() const { return std::holds_alternative<List>(v_); }
   [[nodiscard]] bool is_dict() const { return std::holds_alternative<Dict>(v_); }
   [[nodiscard]] bool is_callable() const { return std::holds_alternative<Func>(v_); }
@@ -97,7 +100,7 @@ class Value {
   [[nodiscard]] bool as_bool() const { return std::get<bool>(v_); }
   [[nodiscard]] int64_t as_int() const { return std::get<int64_t>(v_); }
   [[nodiscard]] double as_float() const { return std::get<double>(v_); }
-  [[nodiscard]] const std::string& as_string() const { return std::get<std::string>(v_); }
+  [[nodiscard]] const std::string& as_string() const { return *std::get<Str>(v_); }
   [[nodiscard]] const List& as_list() const { return std::get<List>(v_); }
   [[nodiscard]] const Dict& as_dict() const { return std::get<Dict>(v_); }
   [[nodiscard]] const Func& as_func() const { return std::get<Func>(v_); }
@@ -118,7 +121,7 @@ class Value {
   [[nodiscard]] std::string type_name() const;
 
  private:
-  std::variant<Undefined, None, bool, int64_t, double, std::string, List, Dict, Func> v_;
+  std::variant<Undefined, None, bool, int64_t, double, Str, List, Dict, Func> v_;
 };
 
 /// The lists and dicts created while a render runs, emptied when it ends. Templates can build
