@@ -55,7 +55,7 @@ APT_PACKAGES=(
   clang clang-format clang-tidy libclang-rt-14-dev llvm
   g++-aarch64-linux-gnu qemu-user-static
   libgtest-dev googletest libbenchmark-dev
-  libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
+  libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libboost-dev
   libcurl4-openssl-dev libssl-dev zlib1g-dev
   opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
   chromium chromium-driver

@@ -40,6 +40,8 @@ struct ServeOptions {
   double shutdown_timeout = 5.0;
   bool verbose = false;
   bool no_access_log = false;
+  int max_conns_per_client = 64;
+  int max_conns = 256;
   /// The defaults of requests that omit a field. max_tokens -1 unless -n is given: then chat
   /// requests run to the end or a full context and completions get 16 tokens (OpenAI's API).
   SamplingOptions sampling;
@@ -149,6 +151,8 @@ int run_serve(const ServeOptions& o) {
   so.defaults = config_of(o.sampling);
   if (o.max_tokens_flag->count() == 0) so.defaults.max_tokens = -1;  // no server default
   so.access_log = !o.no_access_log;
+  so.max_conns_per_client = o.max_conns_per_client;
+  so.max_conns = o.max_conns;
 
   server::HttpServer srv(*model, so);
   if (auto st = srv.bind(); !st.ok()) return fail(st.message());
@@ -205,6 +209,13 @@ Command register_serve(CLI::App& parent) {
       ->check(CLI::Range(0.0, 86400.0));
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
   c->add_flag("--no-access-log", o->no_access_log, "do not log one line per request to stderr");
+  c->add_option("--max-conns-per-client", o->max_conns_per_client,
+                "open connections one client address may hold (503 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  c->add_option("--max-conns", o->max_conns, "open connections in all (503 beyond)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   o->sampling.max_tokens = -1;  // see ServeOptions::sampling
   add_sampling_flags(c, o->sampling);
   o->max_tokens_flag = c->get_option("--max-tokens");

@@ -3,10 +3,12 @@
 //   geniex serve: access: METHOD PATH STATUS in=PROMPT_TOKENS out=COMPLETION_TOKENS ms=MS
 //
 // in/out are "-" on routes that generate nothing (and on completions rejected before the prompt
-// was tokenized); ms runs from routing to the last byte written ("-" for requests httplib
-// rejected before routing, e.g. a body over the limit); " client-closed" ends the line when the
-// client hung up mid-stream. The path has no query string; bytes outside printable ASCII (and
-// '"', '%', '\\') are %-escaped so a request cannot forge log lines.
+// was tokenized); ms runs from routing to the last byte written ("-" for requests the transport
+// rejected before routing, e.g. a body over the limit; method and path are "-" when the header
+// could not be parsed); " client-closed" ends the line when the client hung up mid-stream or
+// closed its connection while a whole response was generated (status 499 then). The path has no
+// query string; bytes outside printable ASCII (and '"', '%', '\\') are %-escaped so a request
+// cannot forge log lines.
 #pragma once
 
 #include <chrono>
@@ -29,9 +31,10 @@ struct AccessRecord {
 /// The line, without a trailing newline.
 std::string access_log_line(const AccessRecord& r);
 
-/// What the routes note about the request the calling thread serves. httplib runs a request's
-/// routing, handler, streamed body and logger on one worker thread, so this is thread-local: the
-/// pre-routing handler resets it, the completion routes fill it, the logger reads it.
+/// What the routes note about the request the calling thread serves. The transport runs a
+/// request's routing, handler, streamed body and log line on one worker thread, so this is
+/// thread-local: HttpServer resets it before routing, the completion routes fill it, the log
+/// line reads it.
 struct RequestNote {
   std::chrono::steady_clock::time_point start{};
   bool routed = false;  ///< start is set

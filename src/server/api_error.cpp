@@ -64,6 +64,42 @@ ApiError route_not_found(const std::string& method, const std::string& path) {
           std::nullopt, "unknown_url"};
 }
 
+ApiError method_not_allowed(const std::string& method, const std::string& path) {
+  return {405, "Method not allowed: " + method + " " + path + ".", "invalid_request_error",
+          std::nullopt, "method_not_allowed"};
+}
+
+ApiError unsupported_encoding(const std::string& encoding) {
+  return {415,
+          "Content-Encoding '" + encoding +
+              "' is not supported: send the request body uncompressed (identity).",
+          "invalid_request_error", std::nullopt, "unsupported_content_encoding"};
+}
+
+ApiError header_too_large(size_t limit) {
+  return {431,
+          "The request header is larger than this server accepts (" + std::to_string(limit) +
+              " bytes).",
+          "invalid_request_error", std::nullopt, "header_too_large"};
+}
+
+ApiError bad_http(const std::string& detail) {
+  return {400, "Malformed HTTP request: " + detail + ".", "invalid_request_error", std::nullopt,
+          "bad_http_request"};
+}
+
+ApiError request_timeout() {
+  return {408, "The request was not received in time.", "invalid_request_error", std::nullopt,
+          "request_timeout"};
+}
+
+ApiError too_many_connections(const std::string& which, int limit) {
+  return {503,
+          "Too many open connections " + which + " (at most " + std::to_string(limit) +
+              "). Close idle connections and retry.",
+          "server_error", std::nullopt, "too_many_connections"};
+}
+
 ApiError body_too_large(size_t limit) {
   return {
       413,

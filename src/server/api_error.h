@@ -40,8 +40,21 @@ ApiError unauthorized();
 ApiError model_not_found(const std::string& model);
 /// 404: unknown route.
 ApiError route_not_found(const std::string& method, const std::string& path);
+/// 405: a known path with another method (code "method_not_allowed").
+ApiError method_not_allowed(const std::string& method, const std::string& path);
 /// 413: body over the limit.
 ApiError body_too_large(size_t limit);
+/// 415: a request body in a Content-Encoding (gzip, deflate, ...) other than identity; the
+/// server never inflates bodies (a small compressed body can expand without bound).
+ApiError unsupported_encoding(const std::string& encoding);
+/// 431: the request header is over the limit (bytes, all lines together).
+ApiError header_too_large(size_t limit);
+/// 400: the HTTP framing is malformed (e.g. two different Content-Length headers).
+ApiError bad_http(const std::string& detail);
+/// 408: the client did not send its request within the deadline.
+ApiError request_timeout();
+/// 503: the client (or everyone) holds the most connections the server allows.
+ApiError too_many_connections(const std::string& which, int limit);
 /// 429: every slot busy and the queue full.
 ApiError queue_full(int parallel, int queue);
 /// 503: the server is shutting down.

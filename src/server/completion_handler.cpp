@@ -1,7 +1,5 @@
 #include "server/completion_handler.h"
 
-#include <httplib.h>
-
 #include <chrono>
 #include <ctime>
 #include <functional>
@@ -12,16 +10,17 @@
 #include "server/access_log.h"
 #include "server/json_prefix.h"
 #include "server/response.h"
+#include "server/router.h"
 
 namespace geniex::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(e.body(), "application/json");
-}
+HttpResponse send_error(const ApiError& e) { return json_response(e.status, e.body()); }
+
+/// nginx's "client closed request": logged for a whole response nobody waited for.
+constexpr int kClientClosed = 499;
 
 ApiError from_status(const Status& s, const char* param) {
   if (s.code() == StatusCode::kInvalidArgument || s.code() == StatusCode::kOutOfRange) {
@@ -135,24 +134,30 @@ Usage usage_of(const Job& job, const Generation& g) {
   return {static_cast<int64_t>(job.ids.size()), static_cast<int64_t>(g.tokens.size())};
 }
 
-void respond_whole(Job& job, httplib::Response& res) {
+/// Generates the whole answer; stops early when the client closes its connection (nobody would
+/// read the answer, and its slot is wanted).
+HttpResponse respond_whole(Job& job, const HttpRequest& http) {
   std::vector<LogprobEntry> all, rest;
   auto gen = generate(
       job,
       [&](std::string_view, std::vector<LogprobEntry>& lps) {
         for (auto& e : lps) all.push_back(std::move(e));
         lps.clear();
-        return true;
+        return !http.peer_gone();
       },
       rest);
   if (gen.ok()) this_request().completion_tokens = static_cast<int64_t>(gen->tokens.size());
+  if (job.client_gone) {
+    this_request().client_closed = true;
+    return send_error(ApiError{kClientClosed, "The client closed the connection.",
+                               "invalid_request_error", std::nullopt, "client_closed"});
+  }
   if (!gen.ok()) {
-    if (job.st.cancel_all.load()) return send_error(res, shutting_down());
+    if (job.st.cancel_all.load()) return send_error(shutting_down());
     return send_error(
-        res,
         from_status(gen.status(), job.req.endpoint == Endpoint::kChat ? "messages" : "prompt"));
   }
-  if (gen->stop_reason == StopReason::kCancelled) return send_error(res, shutting_down());
+  if (gen->stop_reason == StopReason::kCancelled) return send_error(shutting_down());
   for (auto& e : rest) all.push_back(std::move(e));
   std::optional<std::vector<LogprobEntry>> lps;
   if (job.req.logprobs >= 0) lps = std::move(all);
@@ -161,16 +166,15 @@ void respond_whole(Job& job, httplib::Response& res) {
       job.req.endpoint == Endpoint::kChat
           ? chat_completion_json(job.meta, gen->text, finish_reason(gen->stop_reason), u, lps)
           : text_completion_json(job.meta, gen->text, finish_reason(gen->stop_reason), u, lps);
-  res.status = 200;
-  res.set_content(dump(j), "application/json");
+  return json_response(200, dump(j));
 }
 
-/// Streams the whole generation into `sink` (called once by httplib's chunked provider).
-void stream(Job& job, httplib::DataSink& sink) {
+/// Streams the whole generation into `sink` as Server-Sent Events.
+void stream(Job& job, StreamWriter& sink) {
   const Endpoint ep = job.req.endpoint;
   const bool usage = job.req.include_usage;
   const bool want_lps = job.req.logprobs >= 0;
-  auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+  auto write = [&](const std::string& s) { return sink.write(s); };
   if (ep == Endpoint::kChat) {
     ChunkParts role;
     role.role = true;
@@ -218,31 +222,30 @@ void stream(Job& job, httplib::DataSink& sink) {
 
 }  // namespace
 
-void handle_completion(ServerState& st, const httplib::Request& req, httplib::Response& res,
-                       Endpoint endpoint) {
+HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpoint) {
   const auto arrival = Clock::now();
-  if (st.draining.load()) return send_error(res, shutting_down());
+  if (st.draining.load()) return send_error(shutting_down());
   auto parsed = endpoint == Endpoint::kChat
                     ? parse_chat_request(req.body, st.options.defaults)
                     : parse_completion_request(req.body, st.options.defaults);
-  if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(*e);
   // Any "model" means the one served (the reply names it), as llama-server does.
   CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
 
   auto ids = prompt_ids(st.model, r);
-  if (auto* e = std::get_if<ApiError>(&ids)) return send_error(res, *e);
+  if (auto* e = std::get_if<ApiError>(&ids)) return send_error(*e);
   std::vector<int32_t> prompt = std::move(std::get<std::vector<int32_t>>(ids));
   this_request().prompt_tokens = static_cast<int64_t>(prompt.size());
   const int32_t n_ctx = st.model.info().n_ctx;
   const char* prompt_param = endpoint == Endpoint::kChat ? "messages" : "prompt";
-  if (prompt.empty()) return send_error(res, invalid_value(prompt_param, "the prompt is empty."));
+  if (prompt.empty()) return send_error(invalid_value(prompt_param, "the prompt is empty."));
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
     ApiError e = invalid_value(prompt_param, "the prompt is " + std::to_string(prompt.size()) +
                                                  " tokens but this server's context holds " +
                                                  std::to_string(n_ctx) +
                                                  " (prompt + at least one generated token).");
     e.code = "context_length_exceeded";
-    return send_error(res, e);
+    return send_error(e);
   }
   // Huge or absent max_tokens: bounded by the room left in the context (finish "length").
   const int32_t room = n_ctx - static_cast<int32_t>(prompt.size());
@@ -252,27 +255,25 @@ void handle_completion(ServerState& st, const httplib::Request& req, httplib::Re
   switch (st.admission.acquire(job->slot)) {
     case Admission::Outcome::kAdmitted: break;
     case Admission::Outcome::kQueueFull:
-      return send_error(res, queue_full(st.admission.parallel(), st.admission.queue_capacity()));
-    case Admission::Outcome::kClosed: return send_error(res, shutting_down());
+      return send_error(queue_full(st.admission.parallel(), st.admission.queue_capacity()));
+    case Admission::Outcome::kClosed: return send_error(shutting_down());
   }
   st.metrics.add_prompt_tokens(static_cast<int64_t>(job->ids.size()));
   job->meta = {make_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
                static_cast<int64_t>(std::time(nullptr)), st.options.model_id};
 
-  if (!job->req.stream) return respond_whole(*job, res);
-  res.status = 200;
-  res.set_header("Cache-Control", "no-cache");
-  res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [job](size_t, httplib::DataSink& sink) {
-        stream(*job, sink);
-        this_request().client_closed = job->client_gone;  // this thread logs the request next
-        if (!job->client_gone) sink.done();
-        job->slot.release();
-        return !job->client_gone;
-      },
-      [job](bool) { job->slot.release(); });
+  if (!job->req.stream) return respond_whole(*job, req);
+  HttpResponse res;
+  res.content_type = "text/event-stream";
+  res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  // Runs on this worker thread right after we return (the slot is released with the job if the
+  // producer never runs).
+  res.stream = [job](StreamWriter& sink) {
+    stream(*job, sink);
+    this_request().client_closed = job->client_gone;  // this thread logs the request next
+    job->slot.release();
+  };
+  return res;
 }
 
 }  // namespace geniex::server

@@ -2,20 +2,17 @@
 // take an admission slot, then generate — as one JSON response or as Server-Sent Events; the
 // engine batches concurrent generations into shared forward passes. A client that goes away
 // mid-stream cancels its generation (the token callback returns false as soon as a write fails) and
-// frees its slot.
+// frees its slot; so does one that closes its connection while waiting for a whole response
+// (HttpRequest::peer_gone, polled at each token).
 #pragma once
 
+#include "server/http_types.h"
 #include "server/request.h"
 #include "server/server_state.h"
 
-namespace httplib {  // NOLINT(readability-identifier-naming): third-party name
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace geniex::server {
 
-void handle_completion(ServerState& state, const httplib::Request& req, httplib::Response& res,
-                       Endpoint endpoint);
+/// The response: a whole JSON body, an error, or (stream: true) an SSE producer.
+HttpResponse handle_completion(ServerState& state, HttpRequest& req, Endpoint endpoint);
 
 }  // namespace geniex::server

@@ -1,6 +1,5 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
 #include <netdb.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,15 +13,11 @@
 #include "server/access_log.h"
 #include "server/completion_handler.h"
 #include "server/response.h"
+#include "server/router.h"
 #include "server/routes_info.h"
 
 namespace geniex::server {
 namespace {
-
-void send_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(e.body(), "application/json");
-}
 
 /// Compares without an early exit, so response time does not tell how much of a key matched.
 bool same_secret(std::string_view a, std::string_view b) {
@@ -33,11 +28,13 @@ bool same_secret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-// Idle keep-alive connections are closed after this long (see install_routes).
-constexpr time_t kKeepAliveSeconds = 2;
+// Threads that accept, read and write (never blocked by a handler), and workers for the cheap
+// GET routes.
+constexpr int kIoThreads = 2;
+constexpr size_t kCheapWorkers = 2;
 
-/// SO_REUSEADDR only. httplib's default also sets SO_REUSEPORT, which lets a second process
-/// bind a port that is already listening and then shares its connections (issue 28).
+/// SO_REUSEADDR only, never SO_REUSEPORT, which lets a second process bind a port that is
+/// already listening and then shares its connections (issue 28).
 void reuse_addr_only(int sock) {
   const int yes = 1;
   setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
@@ -97,10 +94,94 @@ Status probe_bind(const std::string& host, int port) {
   }
 }
 
+/// What the transport calls: the API-key check, the route table, the access log and metrics.
+class HttpServer::Service final : public HttpService {
+ public:
+  explicit Service(ServerState& st) : st_(st) {
+    router_.add("POST", "/v1/chat/completions", [&st](HttpRequest& req, std::string_view) {
+      return handle_completion(st, req, Endpoint::kChat);
+    });
+    router_.add("POST", "/v1/completions", [&st](HttpRequest& req, std::string_view) {
+      return handle_completion(st, req, Endpoint::kCompletion);
+    });
+    add_info_routes(router_, st);
+  }
+
+  std::optional<HttpResponse> screen(const HttpRequest& head) override {
+    if (st_.options.api_key.empty() || !needs_key(head.path)) return std::nullopt;
+    const std::string_view auth = head.header("Authorization");
+    const std::string_view prefix = "Bearer ";
+    if (auth.size() > prefix.size() && auth.starts_with(prefix) &&
+        same_secret(auth.substr(prefix.size()), st_.options.api_key)) {
+      return std::nullopt;
+    }
+    return error_response(unauthorized());
+  }
+
+  [[nodiscard]] bool is_cheap(const HttpRequest& head) const override {
+    return head.method != "POST";
+  }
+
+  HttpResponse handle(HttpRequest& req) override {
+    RequestNote& note = this_request();
+    note = RequestNote{};
+    note.start = std::chrono::steady_clock::now();
+    note.routed = true;
+    try {
+      return router_.dispatch(req);
+    } catch (const std::exception& e) {
+      return error_response(internal_error(std::string("internal error: ") + e.what()));
+    }
+  }
+
+  void finished(const HttpRequest& req, int status, double ms) override {
+    st_.metrics.on_request(route_label(req.path), status);
+    RequestNote& note = this_request();
+    if (st_.options.access_log) {
+      const AccessRecord r{
+          req.method, req.path,          status, note.prompt_tokens, note.completion_tokens,
+          ms,         note.client_closed};
+      const std::string line = access_log_line(r) + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+    }
+    note = RequestNote{};
+  }
+
+ private:
+  static HttpResponse error_response(const ApiError& e) {
+    return json_response(e.status, e.body());
+  }
+
+  ServerState& st_;
+  Router router_;
+};
+
+namespace {
+
+TransportLimits limits_of(const ServerOptions& o) {
+  TransportLimits l;
+  l.max_header_bytes = o.max_header_bytes;
+  l.max_body_bytes = o.max_body_bytes;
+  l.header_timeout = o.header_timeout;
+  l.body_timeout = o.body_timeout;
+  l.keep_alive = o.keep_alive;
+  l.max_conns_per_client = o.max_conns_per_client;
+  l.max_conns = o.max_conns;
+  return l;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(Model& model, ServerOptions options)
     : state_(std::make_unique<ServerState>(model, std::move(options))),
-      http_(std::make_unique<httplib::Server>()) {
-  install_routes();
+      service_(std::make_unique<Service>(*state_)) {
+  const ServerOptions& o = state_->options;
+  // A worker for every admitted and queued request plus a few for quick answers (parse errors,
+  // 429); the cheap GET routes have their own pool, so /health and /metrics answer while
+  // every generation worker is busy.
+  const size_t workers = static_cast<size_t>(o.parallel + o.queue + 4);
+  transport_ =
+      std::make_unique<HttpTransport>(*service_, limits_of(o), workers, kCheapWorkers, kIoThreads);
 }
 
 HttpServer::~HttpServer() = default;
@@ -109,121 +190,21 @@ std::string HttpServer::url() const {
   return "http://" + state_->options.host + ":" + std::to_string(port_);
 }
 
-void HttpServer::install_routes() {
-  ServerState& st = *state_;
-  const ServerOptions& o = st.options;
-  // Enough workers for every admitted and queued request plus headroom, so /health, /metrics
-  // and immediate 429s are answered while generations run.
-  const size_t workers = static_cast<size_t>(o.parallel + o.queue + 8);
-  http_->new_task_queue = [workers] {
-    return new httplib::ThreadPool(workers);  // NOLINT: httplib takes ownership
-  };
-  http_->set_payload_max_length(o.max_body_bytes);
-  http_->set_socket_options(reuse_addr_only);
-  // An idle keep-alive connection holds its worker until the client sends or this timeout
-  // passes, and httplib's stop() does not interrupt that wait, so it bounds how long shutdown can
-  // outlast the grace period (5 s here made SIGTERM take grace + ~5 s with any idle client).
-  http_->set_keep_alive_timeout(kKeepAliveSeconds);
-
-  http_->set_pre_routing_handler([&st](const httplib::Request& req, httplib::Response& res) {
-    RequestNote& note = this_request();
-    note = RequestNote{};
-    note.start = std::chrono::steady_clock::now();
-    note.routed = true;
-    if (st.options.api_key.empty() || !needs_key(req.path)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string_view prefix = "Bearer ";
-    if (auth.size() > prefix.size() && auth.starts_with(prefix) &&
-        same_secret(std::string_view(auth).substr(prefix.size()), st.options.api_key)) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    send_error(res, unauthorized());
-    return httplib::Server::HandlerResponse::Handled;
-  });
-
-  http_->Post("/v1/chat/completions", [&st](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(st, req, res, Endpoint::kChat);
-  });
-  http_->Post("/v1/completions", [&st](const httplib::Request& req, httplib::Response& res) {
-    handle_completion(st, req, res, Endpoint::kCompletion);
-  });
-  add_info_routes(*http_, st);
-
-  // Every 4xx/5xx without a body of ours (unknown route, body over the limit, a request line
-  // httplib rejected) gets an OpenAI-shaped one.
-  http_->set_error_handler(httplib::Server::HandlerWithResponse(
-      [&st](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        ApiError e;
-        switch (res.status) {
-          case 404: e = route_not_found(req.method, req.path); break;
-          case 413: e = body_too_large(st.options.max_body_bytes); break;
-          default:
-            e = {res.status,
-                 "The request could not be processed (HTTP " + std::to_string(res.status) + ").",
-                 res.status < 500 ? "invalid_request_error" : "server_error", std::nullopt,
-                 std::nullopt};
-        }
-        e.status = res.status;
-        res.set_content(e.body(), "application/json");
-        return httplib::Server::HandlerResponse::Handled;
-      }));
-  http_->set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "unknown exception";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& ex) {
-          what = ex.what();
-        } catch (...) {
-        }
-        send_error(res, internal_error("internal error: " + what));
-      });
-  // Runs on the worker thread that served the request, after its last byte was written.
-  http_->set_logger([&st](const httplib::Request& req, const httplib::Response& res) {
-    st.metrics.on_request(route_label(req.path), res.status);
-    RequestNote& note = this_request();
-    if (st.options.access_log) {
-      AccessRecord r{
-          req.method, req.path,          res.status, note.prompt_tokens, note.completion_tokens,
-          -1,         note.client_closed};
-      if (note.routed) {
-        r.ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - note.start)
-                .count();
-      }
-      const std::string line = access_log_line(r) + "\n";
-      std::fwrite(line.data(), 1, line.size(), stderr);
-    }
-    note = RequestNote{};
-  });
-}
-
 Status HttpServer::bind() {
   const ServerOptions& o = state_->options;
-  // httplib says only whether binding worked; probing again tells why it did not.
-  if (o.port == 0) {
-    port_ = http_->bind_to_any_port(o.host);
-    if (port_ <= 0) {
-      port_ = 0;
-      const Status why = probe_bind(o.host, 0);
-      return why.ok() ? io_error("cannot listen on " + where(o.host, 0)) : why;
-    }
-    return Status::ok_status();
-  }
-  if (!http_->bind_to_port(o.host, o.port)) {
+  if (Status s = transport_->listen(o.host, o.port); !s.ok()) {
+    // The transport says only that binding failed; probing again tells why.
     const Status why = probe_bind(o.host, o.port);
-    return why.ok() ? io_error("cannot listen on " + where(o.host, o.port)) : why;
+    return why.ok() ? io_error("cannot listen on " + where(o.host, o.port) + ": " + s.message())
+                    : why;
   }
-  port_ = o.port;
+  port_ = transport_->port();
   return Status::ok_status();
 }
 
 Status HttpServer::run() {
   if (port_ <= 0) return geniex::internal_error("HttpServer::run before a successful bind()");
-  http_->listen_after_bind();
+  transport_->run();
   return Status::ok_status();
 }
 
@@ -231,7 +212,7 @@ void HttpServer::shutdown() {
   ServerState& st = *state_;
   if (st.draining.exchange(true)) return;
   st.admission.close();
-  http_->stop();
+  transport_->stop();
   const auto deadline = std::chrono::steady_clock::now() + st.options.shutdown_grace;
   while (st.admission.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));

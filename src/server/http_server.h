@@ -1,18 +1,16 @@
-// HttpServer: the OpenAI-compatible HTTP front end over one geniex::Model (cpp-httplib).
-// Transport concerns live here — routes, API-key check, body limit, OpenAI-shaped error
-// bodies for every 4xx/5xx, per-request metrics, worker threads, graceful shutdown; the
-// routes themselves are in completion_handler.cpp and routes_info.cpp.
+// HttpServer: the OpenAI-compatible HTTP front end over one geniex::Model. It wires the route
+// table, the API-key check (before the body is read), OpenAI-shaped error bodies, per-request
+// metrics and the access log, and graceful shutdown onto the transport (http_transport.h:
+// Boost.Beast, its limits and worker pools); the routes themselves are in
+// completion_handler.cpp and routes_info.cpp.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "geniex/geniex.hpp"
+#include "server/http_transport.h"
 #include "server/server_state.h"
-
-namespace httplib {  // NOLINT(readability-identifier-naming): third-party name
-class Server;
-}  // namespace httplib
 
 namespace geniex::server {
 
@@ -39,10 +37,11 @@ class HttpServer {
   /// "http://host:port".
   [[nodiscard]] std::string url() const;
 
-  /// Serves until shutdown() has finished; returns once every worker has stopped.
+  /// Serves until shutdown() has finished; returns once every connection and worker has ended.
   Status run();
 
-  /// Thread-safe; returns quickly. Stops accepting (new requests and queued ones get 503),
+  /// Thread-safe; returns quickly. Stops accepting and closes idle connections (requests
+  /// already read and queued ones get 503),
   /// lets in-flight generations finish for options.shutdown_grace, then cancels them.
   /// Blocks until that is decided (at most the grace period).
   void shutdown();
@@ -50,10 +49,11 @@ class HttpServer {
   [[nodiscard]] ServerState& state() { return *state_; }
 
  private:
-  void install_routes();
+  class Service;  ///< routes, API key, access log and metrics: what the transport calls
 
   std::unique_ptr<ServerState> state_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpTransport> transport_;
   int port_ = 0;
 };
 

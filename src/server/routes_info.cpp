@@ -1,7 +1,5 @@
 #include "server/routes_info.h"
 
-#include <httplib.h>
-
 #include "server/chat_page.h"
 #include "server/response.h"
 
@@ -16,35 +14,31 @@ Json model_json(const ServerOptions& o) {
   return m;
 }
 
-void add_info_routes(httplib::Server& http, ServerState& st) {
-  http.Get("/v1/models", [&st](const httplib::Request&, httplib::Response& res) {
+void add_info_routes(Router& router, ServerState& st) {
+  router.add("GET", "/v1/models", [&st](HttpRequest&, std::string_view) {
     Json j;
     j["object"] = "list";
     j["data"] = Json::array({model_json(st.options)});
-    res.set_content(dump(j), "application/json");
+    return json_response(200, dump(j));
   });
-  http.Get(R"(/v1/models/(.+))", [&st](const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[1];
+  router.add("GET", "/v1/models/{param}", [&st](HttpRequest&, std::string_view id) {
     if (id != st.options.model_id) {
-      const ApiError e = model_not_found(id);
-      res.status = e.status;
-      res.set_content(e.body(), "application/json");
-      return;
+      const ApiError e = model_not_found(std::string(id));
+      return json_response(e.status, e.body());
     }
-    res.set_content(dump(model_json(st.options)), "application/json");
+    return json_response(200, dump(model_json(st.options)));
   });
-  http.Get("/health", [&st](const httplib::Request&, httplib::Response& res) {
+  router.add("GET", "/health", [&st](HttpRequest&, std::string_view) {
     const bool draining = st.draining.load();
     Json j;
     j["status"] = draining ? "shutting_down" : "ok";
     j["model"] = st.options.model_id;
     j["in_flight"] = st.admission.in_flight();
     j["queued"] = st.admission.queued();
-    res.status = draining ? 503 : 200;
-    res.set_content(dump(j), "application/json");
+    return json_response(draining ? 503 : 200, dump(j));
   });
   // llama-server's /props, in part: what a client needs to know about this server's defaults.
-  http.Get("/props", [&st](const httplib::Request&, httplib::Response& res) {
+  router.add("GET", "/props", [&st](HttpRequest&, std::string_view) {
     const ModelInfo& info = st.model.info();
     Json j;
     j["model"] = st.options.model_id;
@@ -53,14 +47,19 @@ void add_info_routes(httplib::Server& http, ServerState& st) {
     j["queue"] = st.admission.queue_capacity();
     j["chat_template_origin"] = info.chat_template_origin;
     j["default_generation_settings"] = generation_settings_json(st.options.defaults);
-    res.set_content(dump(j), "application/json");
+    return json_response(200, dump(j));
   });
-  http.Get("/metrics", [&st](const httplib::Request&, httplib::Response& res) {
-    res.set_content(st.metrics.render(st.gauges()), "text/plain; version=0.0.4; charset=utf-8");
+  router.add("GET", "/metrics", [&st](HttpRequest&, std::string_view) {
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = st.metrics.render(st.gauges());
+    return r;
   });
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    const std::string_view page = chat_page_html();
-    res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+  router.add("GET", "/", [](HttpRequest&, std::string_view) {
+    HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = std::string(chat_page_html());
+    return r;
   });
 }
 

@@ -3,16 +3,13 @@
 #pragma once
 
 #include "server/api_error.h"
+#include "server/router.h"
 #include "server/server_state.h"
-
-namespace httplib {  // NOLINT(readability-identifier-naming): third-party name
-class Server;
-}  // namespace httplib
 
 namespace geniex::server {
 
-/// Registers the GET routes on `http`; `state` must outlive it.
-void add_info_routes(httplib::Server& http, ServerState& state);
+/// Adds the GET routes to `router`; `state` must outlive it.
+void add_info_routes(Router& router, ServerState& state);
 
 /// The /v1/models entry of the served model.
 Json model_json(const ServerOptions& o);

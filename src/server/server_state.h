@@ -18,14 +18,20 @@ namespace geniex::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 18181;     ///< 0 = any free port (HttpServer::port() tells which)
-  std::string api_key;  ///< empty = no authentication
-  int parallel = 4;     ///< requests generating at once
-  int queue = 32;       ///< requests waiting for a slot before 429
-  size_t max_body_bytes = 4u << 20;
-  std::string model_id;                            ///< the name clients send as "model"
-  int64_t created = 0;                             ///< unix seconds, reported by /v1/models
-  std::chrono::milliseconds shutdown_grace{5000};  ///< in-flight work may finish this long
+  int port = 18181;                     ///< 0 = any free port (HttpServer::port() tells which)
+  std::string api_key;                  ///< empty = no authentication
+  int parallel = 4;                     ///< requests generating at once
+  int queue = 32;                       ///< requests waiting for a slot before 429
+  size_t max_body_bytes = 4u << 20;     ///< decoded request body, chunked or not (413 beyond)
+  size_t max_header_bytes = 16u << 10;  ///< request line and header lines together (431 beyond)
+  int max_conns_per_client = 64;        ///< open connections from one address (503 beyond)
+  int max_conns = 256;                  ///< open connections in all (503 beyond)
+  std::chrono::milliseconds header_timeout{10000};  ///< to send a request's header
+  std::chrono::milliseconds body_timeout{30000};    ///< to send its body (408 beyond)
+  std::chrono::milliseconds keep_alive{5000};       ///< an idle connection closes after this
+  std::string model_id;                             ///< the name clients send as "model"
+  int64_t created = 0;                              ///< unix seconds, reported by /v1/models
+  std::chrono::milliseconds shutdown_grace{5000};   ///< in-flight work may finish this long
   /// What a request gets for the fields it omits (geniex serve's sampling flags; see
   /// request_defaults for max_tokens -1).
   GenerationConfig defaults = request_defaults();
