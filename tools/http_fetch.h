@@ -1,7 +1,6 @@
-// HTTP(S) GETs for `geniex pull`, over libcurl (Debian's libcurl4-openssl-dev). A separate
-// client on purpose: the server's cpp-httplib is built without TLS, and one binary must not mix
-// httplib with and without CPPHTTPLIB_OPENSSL_SUPPORT. A build without libcurl keeps the
-// functions, which then return UNIMPLEMENTED.
+// HTTP(S) GETs for `geniex pull`, over libcurl (Debian's libcurl4-openssl-dev): a client with
+// TLS, redirects and proxies built in (the server's Boost.Beast transport is server-side only).
+// A build without libcurl keeps the functions, which then return UNIMPLEMENTED.
 #pragma once
 
 #include <atomic>

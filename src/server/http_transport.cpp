@@ -203,8 +203,8 @@ class Session : public std::enable_shared_from_this<Session> {
         [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
   }
 
-  void on_header(error_code ec) {
-    if (ec) return on_read_error(ec, true);
+  /// head_ from the parsed header.
+  void take_header() {
     const auto& h = parser_->get();
     head_ = HttpRequest{};
     head_.method = std::string(h.method_string());
@@ -215,6 +215,11 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& f : h) head_.headers.emplace_back(f.name_string(), f.value());
     head_.peer = peer_;
     start_ = Clock::now();
+  }
+
+  void on_header(error_code ec) {
+    if (ec) return on_read_error(ec, true);
+    take_header();
 
     if (auto r = t_.service.screen(head_)) return refuse(std::move(*r), ms_since_start());
     const std::string ce = trim(head_.header("Content-Encoding"));
@@ -247,7 +252,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_read_error(error_code ec, bool in_header) {
-    if (in_header) head_ = unparsed_request(peer_);
+    if (in_header && ec == http::error::body_limit) {
+      take_header();  // a Content-Length over the limit: the header itself was complete
+    } else if (in_header) {
+      head_ = unparsed_request(peer_);
+    }
     if (ec == http::error::header_limit) {
       return refuse(error_response(header_too_large(t_.limits.max_header_bytes)), -1);
     }

@@ -48,7 +48,10 @@ HttpResponse Router::dispatch(HttpRequest& req) const {
       continue;
     }
     path_known = true;
-    if (r.method == req.method) return r.handler(req, param);
+    // HEAD is GET without the body (the transport drops it).
+    if (r.method == req.method || (req.method == "HEAD" && r.method == "GET")) {
+      return r.handler(req, param);
+    }
   }
   const ApiError e =
       path_known ? method_not_allowed(req.method, req.path) : route_not_found(req.method, req.path);

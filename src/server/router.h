@@ -1,6 +1,6 @@
 // The route table of geniex serve: exact paths and one-segment parameters ("/v1/models/{id}"),
-// per method. A path that matches with another method is 405, an unknown path 404 (both in
-// OpenAI's error shape, from api_error.h).
+// per method (HEAD runs the GET route). A path that matches with another method is 405, an
+// unknown path 404 (both in OpenAI's error shape, from api_error.h).
 #pragma once
 
 #include <functional>

@@ -30,6 +30,8 @@ TEST(Router, ExactPathsAndParam) {
   const Router r = table();
   auto health = request("GET", "/health");
   EXPECT_EQ(r.dispatch(health).body, "h");
+  auto head = request("HEAD", "/health");
+  EXPECT_EQ(r.dispatch(head).status, 200);
   auto model = request("GET", "/v1/models/org/name");
   EXPECT_EQ(r.dispatch(model).body, "org/name");
 }
