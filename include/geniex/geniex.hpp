@@ -354,13 +354,18 @@ class Model {
 /// Configures and loads a Model.
 class ModelBuilder {
  public:
+  /// The most worker threads a model takes: above the hardware threads of the largest machines
+  /// (two 192-core sockets have 768), far below a count that would only exhaust the process.
+  static constexpr int32_t kMaxThreads = 1024;
+
   explicit ModelBuilder(std::string path);
 
   ModelBuilder& with_device(Device device);
   /// Context window in tokens (default 4096, capped at the model's training context; 0 = the
   /// model's training context).
   ModelBuilder& with_context_size(int32_t n_ctx);
-  /// Worker threads (default: all hardware threads).
+  /// Worker threads (default 0: the CPUs this process may use); build() refuses values outside
+  /// [0, kMaxThreads], and fails with kResourceExhausted when the system will not start them.
   ModelBuilder& with_threads(int32_t n_threads);
   /// Largest number of prompt tokens evaluated in one step (default 512).
   ModelBuilder& with_batch_size(int32_t n_batch);

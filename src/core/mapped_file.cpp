@@ -1,47 +1,27 @@
 #include "core/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
+#include "core/regular_file.h"
+
 namespace geniex {
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    std::string msg = path + ": cannot open: " + std::strerror(err);
-    return err == ENOENT ? not_found(msg) : io_error(msg);
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return io_error(path + ": cannot stat: " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument(path + ": not a regular file");
-  }
+  // Only regular files, opened without blocking (a FIFO would hang here).
+  GENIEX_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path));
   MappedFile mf;
   mf.path_ = path;
-  mf.size_ = static_cast<size_t>(st.st_size);
+  mf.size_ = static_cast<size_t>(file.size());
   if (mf.size_ > 0) {
-    void* p = ::mmap(nullptr, mf.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return io_error(path + ": mmap failed: " + std::strerror(err));
-    }
+    void* p = ::mmap(nullptr, mf.size_, PROT_READ, MAP_PRIVATE, file.fd(), 0);
+    if (p == MAP_FAILED) return io_error(path + ": mmap failed: " + std::strerror(errno));
     mf.data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);  // the mapping keeps the file alive
-  return mf;
+  return mf;  // the mapping keeps the file alive after `file` closes it
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

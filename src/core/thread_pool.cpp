@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <system_error>
+#include <utility>
 
 #include "core/cpu_count.h"
 
@@ -15,11 +18,45 @@ constexpr int64_t kMaxLoopTasks = 0xFFFFFFFFLL;
 
 uint32_t loop_of(uint64_t claim) { return static_cast<uint32_t>(claim >> 32); }
 uint32_t task_of(uint64_t claim) { return static_cast<uint32_t>(claim); }
+
+// std::thread reports a refused thread by throwing; this is where it becomes a Status.
+Result<std::thread> start_std_thread(std::function<void()> body) {
+  try {
+    return std::thread(std::move(body));
+  } catch (const std::system_error& e) {
+    return resource_exhausted(std::string("the system refused a new thread: ") + e.what());
+  }
+}
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
-  workers_.reserve(static_cast<size_t>(n_threads_ - 1));
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
+ThreadPool::ThreadPool(int n_threads, const ThreadStarter& start)
+    : n_threads_(std::clamp(n_threads, 1, kMaxThreads)) {
+  const int wanted = n_threads_;
+  workers_.reserve(static_cast<size_t>(wanted - 1));
+  for (int i = 1; i < wanted; ++i) {
+    auto body = [this, i] { worker(i); };
+    Result<std::thread> t = start ? start(body) : start_std_thread(body);
+    if (t.ok() && !t->joinable()) t = internal_error("the thread starter returned no thread");
+    if (!t.ok()) {
+      // Worker indices stay dense: the pool is the caller plus the workers that started.
+      n_threads_ = i;
+      start_error_ = Status(t.status().code(), "started " + std::to_string(i) + " of " +
+                                                   std::to_string(wanted) +
+                                                   " threads: " + t.status().message());
+      break;
+    }
+    workers_.push_back(std::move(*t));
+  }
+}
+
+Result<std::unique_ptr<ThreadPool>> ThreadPool::create(int n_threads, const ThreadStarter& start) {
+  if (n_threads < 1 || n_threads > kMaxThreads) {
+    return invalid_argument("a thread pool takes 1 to " + std::to_string(kMaxThreads) +
+                            " threads, not " + std::to_string(n_threads));
+  }
+  auto pool = std::make_unique<ThreadPool>(n_threads, start);
+  if (!pool->start_error_.ok()) return pool->start_error_;  // ~ThreadPool joins what started
+  return pool;
 }
 
 ThreadPool::~ThreadPool() {

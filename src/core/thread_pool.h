@@ -6,12 +6,20 @@
 // A loop waits only for the tasks that were claimed, never for a worker that has not woken up:
 // when other programs hold the cores, a descheduled worker is simply left out of that loop
 // instead of stalling it for a time slice (see parallel_for).
+//
+// Starting a thread can fail (a process or cgroup thread limit): the pool then joins the
+// workers that did start instead of leaving joinable threads behind (std::terminate), and
+// create() reports it as a Status.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
+
+#include "core/status.h"
 
 namespace geniex {
 
@@ -31,10 +39,27 @@ class TaskRef {
   void (*call_)(const void*, int64_t, int);
 };
 
+/// Starts one thread running `body`, or says why the system would not. The default wraps
+/// std::thread, whose constructor throws std::system_error (EAGAIN past the thread limit);
+/// tests pass one that fails on purpose.
+using ThreadStarter = std::function<Result<std::thread>(std::function<void()> body)>;
+
 class ThreadPool {
  public:
-  /// A pool of `n_threads` (>= 1; values < 1 become 1), the caller included.
-  explicit ThreadPool(int n_threads);
+  /// The most threads a pool takes, the caller included: above the hardware threads of the
+  /// largest machines (two 192-core sockets have 768) and far below where a thread count stops
+  /// being a setting and becomes a way to exhaust the process (a stack reservation each).
+  static constexpr int kMaxThreads = 1024;
+
+  /// A pool of exactly `n_threads` in [1, kMaxThreads], or kInvalidArgument outside that range,
+  /// or kResourceExhausted when the system refuses a thread (the ones that started are stopped
+  /// and joined first). `start` starts the workers (default: std::thread).
+  static Result<std::unique_ptr<ThreadPool>> create(int n_threads, const ThreadStarter& start = {});
+
+  /// A pool of `n_threads` (values < 1 become 1, values > kMaxThreads become kMaxThreads), the
+  /// caller included. If the system refuses a thread, the pool runs with the workers that did
+  /// start (size() says how many); create() treats that as an error instead.
+  explicit ThreadPool(int n_threads, const ThreadStarter& start = {});
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -68,6 +93,7 @@ class ThreadPool {
   void run_loop(int64_t n_tasks, const TaskRef& fn);
 
   int n_threads_ = 1;
+  Status start_error_;  ///< why fewer threads than asked for started (OK when all did)
   std::vector<std::thread> workers_;
   Loop loops_[2];
   // (loop number << 32) | next unclaimed task. A claim is a compare-exchange on the whole word,

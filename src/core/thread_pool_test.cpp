@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -142,6 +144,63 @@ TEST(ThreadPool, ZeroOrNegativeThreadsMeansOne) {
     ++calls;
   });
   EXPECT_EQ(calls, 3);
+}
+
+// A starter that starts `limit` real threads (counting those that have exited) and then
+// fails, as the system does past its thread limit.
+struct LimitedStarter {
+  int limit;
+  std::atomic<int> started{0};
+  std::atomic<int> exited{0};
+  ThreadStarter starter() {
+    return [this](std::function<void()> body) -> Result<std::thread> {
+      if (started.load() >= limit) return resource_exhausted("thread limit reached");
+      started.fetch_add(1);
+      return std::thread([this, body = std::move(body)] {
+        body();
+        exited.fetch_add(1);
+      });
+    };
+  }
+};
+
+TEST(ThreadPool, CreateJoinsTheStartedWorkersWhenTheSystemRefusesAThread) {
+  LimitedStarter limit{3};
+  auto pool = ThreadPool::create(8, limit.starter());
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(pool.status().message().find("started 4 of 8 threads"), std::string::npos)
+      << pool.status().message();
+  EXPECT_EQ(limit.started.load(), 3);
+  EXPECT_EQ(limit.exited.load(), 3);  // joined, not left running (or terminating the process)
+}
+
+TEST(ThreadPool, APoolThatGotFewerThreadsStillRunsEveryTask) {
+  LimitedStarter limit{2};
+  {
+    ThreadPool pool(8, limit.starter());
+    EXPECT_EQ(pool.size(), 3);  // the caller and the two workers that started
+    std::vector<std::atomic<int>> hits(100);
+    std::atomic<int> bad_thread{0};
+    pool.parallel_for(100, [&](int64_t t, int th) {
+      hits[static_cast<size_t>(t)].fetch_add(1);
+      if (th < 0 || th >= 3) bad_thread.fetch_add(1);
+    });
+    for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+    EXPECT_EQ(bad_thread.load(), 0);
+  }
+  EXPECT_EQ(limit.exited.load(), 2);
+}
+
+TEST(ThreadPool, CreateRefusesAbsurdThreadCounts) {
+  for (int n : {0, -1, ThreadPool::kMaxThreads + 1, 1000000}) {
+    auto pool = ThreadPool::create(n);
+    ASSERT_FALSE(pool.ok()) << n;
+    EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  }
+  auto pool = ThreadPool::create(3);
+  ASSERT_TRUE(pool.ok()) << pool.status().message();
+  EXPECT_EQ((*pool)->size(), 3);
 }
 
 }  // namespace

@@ -236,6 +236,44 @@ TEST(EngineKv, StateFileResumesInAnotherModelInstance) {
   std::remove(path.c_str());
 }
 
+TEST(EngineKv, StateFilesThatAreNotStatesAreRefusedBeforeReading) {
+  Model m = load(builder(tiny("gemma3")));
+  // /dev/zero never ends: refused by its type, not read until memory runs out.
+  Status dev = m.load_state("/dev/zero");
+  EXPECT_EQ(dev.code(), StatusCode::kInvalidArgument) << dev.to_string();
+  EXPECT_NE(dev.message().find("/dev/zero is a character device"), std::string::npos)
+      << dev.to_string();
+  Status dir = m.load_state(::testing::TempDir());
+  EXPECT_NE(dir.message().find("is a directory"), std::string::npos) << dir.to_string();
+  // A (sparse) file larger than any state of this model and context: refused by its size.
+  const std::string big = ::testing::TempDir() + "/engine_state_big.gxkv";
+  {
+    std::ofstream f(big, std::ios::binary);
+    f.seekp((int64_t{1} << 32) - 1);
+    f.put('\0');
+  }
+  Status huge = m.load_state(big);
+  EXPECT_EQ(huge.code(), StatusCode::kResourceExhausted) << huge.to_string();
+  EXPECT_NE(huge.message().find("4294967296 bytes; at most"), std::string::npos)
+      << huge.to_string();
+  std::remove(big.c_str());
+}
+
+TEST(EngineKv, BuilderRefusesAbsurdThreadCountsAndContexts) {
+  for (int32_t t : {-1, ModelBuilder::kMaxThreads + 1, 1000000}) {
+    auto m = builder(tiny("llama")).with_threads(t).build();
+    ASSERT_FALSE(m.ok()) << t;
+    EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(m.status().message().find("threads must be in [0, 1024]"), std::string::npos)
+        << m.status().to_string();
+  }
+  auto one = builder(tiny("llama"), 1).build();
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.status().message().find("context size 1 is too small"), std::string::npos)
+      << one.status().to_string();
+  EXPECT_TRUE(builder(tiny("llama"), 2).with_device(Device::cpu()).with_threads(1).build().ok());
+}
+
 TEST(EngineKv, QuantizedCacheNeedsHeadsOfWholeBlocks) {
   auto m = ModelBuilder(tiny("llama")).with_kv_cache_type(KvCacheType::kQ8_0).build();
   ASSERT_FALSE(m.ok());

@@ -1,10 +1,10 @@
 // ModelBuilder::build and the small public value types (Device, StopReason, Timings).
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <utility>
 
+#include "core/regular_file.h"
 #include "core/thread_pool.h"
 #include "engine/backend_set.h"
 #include "engine/chat_template_loader.h"
@@ -193,10 +193,18 @@ Result<Model> ModelBuilder::build() const {
   }
   if (n_batch_ < 1)
     return invalid_argument("batch size must be >= 1, got " + std::to_string(n_batch_));
-  if (n_threads_ < 0) return invalid_argument("threads must be >= 0 (0 = all)");
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path_, ec)) {
-    return not_found("model file '" + path_ + "' does not exist or is not a regular file");
+  static_assert(ModelBuilder::kMaxThreads == ThreadPool::kMaxThreads);
+  if (n_threads_ < 0 || n_threads_ > kMaxThreads) {
+    return invalid_argument("threads must be in [0, " + std::to_string(kMaxThreads) +
+                            "] (0 = the CPUs this process may use), got " +
+                            std::to_string(n_threads_));
+  }
+  // A FIFO, device or directory is named as such (and never opened blocking).
+  if (auto f = RegularFile::open(path_); !f.ok()) {
+    if (f.status().code() == StatusCode::kNotFound) {
+      return not_found("model file '" + path_ + "' does not exist");
+    }
+    return f.status();
   }
   auto impl = std::make_unique<Model::Impl>();
   GENIEX_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path_));
@@ -227,6 +235,11 @@ Result<Model> ModelBuilder::build() const {
   const int32_t n_ctx = n_ctx_ == 0       ? n_ctx_train
                         : n_ctx_train > 0 ? std::min(n_ctx_, n_ctx_train)
                                           : n_ctx_;
+  if (n_ctx < 2) {
+    return invalid_argument("context size " + std::to_string(n_ctx) +
+                            " is too small: it must hold a prompt token and a generated one "
+                            "(at least 2)");
+  }
   if (kv_budget_ < 0) return invalid_argument("KV budget must be >= 0 bytes");
   if (max_sequences_ < 1 || max_sequences_ > 256) {
     return invalid_argument("max sequences must be in [1, 256], got " +

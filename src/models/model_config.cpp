@@ -178,7 +178,7 @@ Status read_sliding(const GgufFile& f, const std::string& ak, ModelConfig& c) {
   c.is_sliding.assign(c.n_layer, false);
   if (c.arch != Architecture::kGemma3) return {};  // HF sliding fields are not applied
   GENIEX_ASSIGN_OR_RETURN(c.sliding_window,
-                          opt_u32(f, ak + "attention.sliding_window", 0, 0, UINT32_MAX));
+                          opt_u32(f, ak + "attention.sliding_window", 0, 0, kMaxContextLength));
   if (c.sliding_window == 0) return {};
   const std::string key = ak + "attention.sliding_window_pattern";
   const Value* v = f.find(key);
@@ -247,7 +247,8 @@ Result<ModelConfig> load_config(const gguf::GgufFile& f) {
 
   GENIEX_ASSIGN_OR_RETURN(c.n_layer, req_u32(f, ak + "block_count", 1, kMaxLayers));
   GENIEX_ASSIGN_OR_RETURN(c.n_embd, req_u32(f, ak + "embedding_length", 1, kMaxEmbd));
-  GENIEX_ASSIGN_OR_RETURN(c.context_length, req_u32(f, ak + "context_length", 1, UINT32_MAX));
+  GENIEX_ASSIGN_OR_RETURN(c.context_length,
+                          req_u32(f, ak + "context_length", 1, kMaxContextLength));
   GENIEX_ASSIGN_OR_RETURN(c.n_vocab, read_vocab(f, ak));
   GENIEX_ASSIGN_OR_RETURN(c.n_ff, per_layer(f, ak + "feed_forward_length", c.n_layer, 1, kMaxFf));
 

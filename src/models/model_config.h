@@ -116,6 +116,9 @@ inline constexpr uint32_t kMaxHeads = 1u << 12;
 inline constexpr uint32_t kMaxHeadDim = 1u << 12;
 inline constexpr uint32_t kMaxVocab = 1u << 24;
 inline constexpr uint32_t kMaxFf = 1u << 20;
+/// Token positions are int32 everywhere below (KV cells, RoPE positions, the public n_ctx):
+/// context_length and sliding_window beyond 2^31 - 1 would wrap when narrowed.
+inline constexpr uint32_t kMaxContextLength = 0x7FFFFFFFu;
 
 /// Reads and validates the hyper-parameters. Unknown architecture → kUnimplemented; missing
 /// or wrong-typed keys → the error names the key; nonsense values → kInvalidArgument.

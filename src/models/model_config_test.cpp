@@ -222,6 +222,20 @@ TEST_F(ConfigErrors, NonsenseValues) {
   }
 }
 
+TEST_F(ConfigErrors, ContextsBeyondInt32AreRefused) {
+  // Positions are int32 below load_config: a larger context_length or sliding_window used to be
+  // narrowed to a negative number and fail later with a misleading error.
+  for (const char* key : {"gemma3.context_length", "gemma3.attention.sliding_window"}) {
+    const Status s = with_key(key, u32(3000000000u));
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key;
+    EXPECT_NE(s.message().find(std::string("'") + key + "' is 3000000000, expected"),
+              std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("2147483647"), std::string::npos) << s.message();
+    EXPECT_TRUE(with_key(key, u32(kMaxContextLength)).ok()) << key;
+  }
+}
+
 TEST_F(ConfigErrors, HeadDimMustDivideWithoutKeyLength) {
   Rewrite r;
   r.kv = [](const std::string& k, gguf::Value& v) {

@@ -92,7 +92,12 @@ Result<std::unique_ptr<KvManager>> KvManager::create(const KvManagerSpec& spec) 
       ss.spill_dir = spec.spill_dir.empty() ? "/tmp" : spec.spill_dir;
     }
     if (frames > std::numeric_limits<int32_t>::max() / spec.block_size) {
-      return invalid_argument("KV cache: context too large for one pool");
+      return invalid_argument(
+          "KV cache: a context of " + std::to_string(spec.n_ctx) + " tokens for " +
+          std::to_string(spec.n_seq_max) + " sequences needs " + std::to_string(frames) +
+          " blocks of " + std::to_string(spec.block_size) + " cells; one pool holds at most " +
+          std::to_string(std::numeric_limits<int32_t>::max() / spec.block_size) +
+          " blocks: give a smaller context size");
     }
     ss.n_frames = static_cast<int32_t>(frames);
     GENIEX_ASSIGN_OR_RETURN(auto store, KvStore::create(ss));

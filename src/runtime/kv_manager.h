@@ -143,8 +143,11 @@ class KvManager {
   /// file with a checksum. `fingerprint` identifies the model (checked on load).
   Status save(SeqId seq, const std::string& path, const std::string& fingerprint);
   /// Replaces the sequence's contents with the file's; kDataLoss for a corrupt/truncated file,
-  /// kInvalidArgument for another model / KV layout / version.
+  /// kInvalidArgument for another model / KV layout / version or a path that is not a regular
+  /// file, kResourceExhausted for a file larger than max_file_bytes (checked before reading).
   Status load(SeqId seq, const std::string& path, const std::string& fingerprint);
+  /// The largest file save() can write for this spec: a full context in every layer.
+  [[nodiscard]] uint64_t max_file_bytes(const std::string& fingerprint) const;
 
   [[nodiscard]] KvManagerStats stats() const;
 

@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 
+#include "core/regular_file.h"
 #include "runtime/kv_manager.h"
 #include "runtime/kv_manager_internal.h"
 
@@ -133,17 +135,39 @@ Status KvManager::save(SeqId seq, const std::string& path, const std::string& fi
   return {};
 }
 
+uint64_t KvManager::max_file_bytes(const std::string& fingerprint) const {
+  // What save() writes for the fullest sequence: n_ctx tokens, at most 2 n_ctx + 1 cells (the
+  // bound load() enforces), every block of every layer present.
+  const uint64_t n_ctx = static_cast<uint64_t>(spec_.n_ctx);
+  const uint64_t cells = 2 * n_ctx + 1;
+  const uint64_t block = static_cast<uint64_t>(spec_.block_size);
+  const uint64_t blocks = (cells + block - 1) / block;
+  uint64_t n = sizeof(kMagic) + 3 * sizeof(uint32_t) + fingerprint.size() + 3 * sizeof(uint32_t);
+  n += spec_.layers.size() * (3 * sizeof(int64_t) + sizeof(int32_t));
+  n += sizeof(uint32_t) + n_ctx * sizeof(int32_t) + sizeof(uint32_t) + cells * sizeof(int32_t);
+  for (size_t il = 0; il < spec_.layers.size(); ++il) {
+    n += static_cast<uint64_t>(spec_.layers[il].state_bytes);
+    if (layer_store_[il] < 0) continue;
+    const KvStore& st = *stores_[sz(layer_store_[il])];
+    n += blocks * (1 + block * (st.k_row_bytes() + st.v_row_bytes()));
+  }
+  return n + sizeof(uint64_t);
+}
+
 Status KvManager::load(SeqId seq, const std::string& path, const std::string& fingerprint) {
   Sequence& s = seq_ref(seq);
   if (!s.open || s.in_step) return invalid_argument("KV load: sequence is not open / idle");
-  std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-  if (!f) return not_found("KV load: cannot open '" + path + "'");
-  std::vector<uint8_t> buf;
-  uint8_t chunk[1 << 16];
-  size_t got;
-  while ((got = std::fread(chunk, 1, sizeof(chunk), f.get())) > 0) {
-    buf.insert(buf.end(), chunk, chunk + got);
+  // Only a regular file (a FIFO or /dev/zero would hang or never end), and no bigger than a
+  // state of this model can be: checked before anything is read.
+  auto file = RegularFile::open(path);
+  if (!file.ok()) return Status(file.status().code(), "KV load: " + file.status().message());
+  auto text = file->read_all(max_file_bytes(fingerprint), "KV state file");
+  if (!text.ok()) {
+    return Status(text.status().code(), "KV load: " + text.status().message() +
+                                            " (the most a state of this model "
+                                            "and context size can take)");
   }
+  const std::span<const uint8_t> buf(reinterpret_cast<const uint8_t*>(text->data()), text->size());
   const std::string where = "KV state file '" + path + "'";
   if (buf.size() < sizeof(kMagic) + 16 || std::memcmp(buf.data(), kMagic, sizeof(kMagic)) != 0) {
     return data_loss(where + " is not a GenieX KV state file");

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "backends/cpu/cpu_ops.h"
@@ -62,12 +64,12 @@ struct Val {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(int n_threads, const CpuBackendOptions& options)
-      : pool_(n_threads), weights_(options.repack, options.huge_pages) {}
+  CpuBackend(std::unique_ptr<ThreadPool> pool, const CpuBackendOptions& options)
+      : pool_(std::move(pool)), weights_(options.repack, options.huge_pages) {}
 
   [[nodiscard]] std::string name() const override {
     return "cpu(" + std::string(::geniex::cpu::isa_name(::geniex::cpu::detect_isa())) + ", " +
-           std::to_string(pool_.size()) + " threads)";
+           std::to_string(pool_->size()) + " threads)";
   }
   [[nodiscard]] DeviceKind kind() const override { return DeviceKind::kCpu; }
 
@@ -117,8 +119,8 @@ class CpuBackend final : public Backend {
     return hooks_ ? cpu::ActSource{} : cpu::ActSource{run_gen_, id};
   }
 
-  ThreadPool pool_;
-  uint64_t run_gen_ = 0;  // counts runs (never 0 inside one)
+  std::unique_ptr<ThreadPool> pool_;  ///< never null
+  uint64_t run_gen_ = 0;              // counts runs (never 0 inside one)
   bool hooks_ = false;
   backends::cpu::Scratch scratch_;
   std::vector<float> arena_;
@@ -247,7 +249,7 @@ void CpuBackend::prepare_matmul_weights(const graph::Graph& g, NodeId id) {
   const graph::TensorDesc& d = g.node(w).desc;
   Val& v = vals_[w];
   const auto prepared = weights_.prepare_matmul(
-      pool_, d.dtype, std::span<const uint8_t>(v.raw, v.raw_size), d.ne[0], d.ne[1]);
+      *pool_, d.dtype, std::span<const uint8_t>(v.raw, v.raw_size), d.ne[0], d.ne[1]);
   v.packed = prepared.packed;
   v.bytes = prepared.bytes;
 }
@@ -330,7 +332,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
   auto elementwise = [&](const auto& fn) {
     constexpr int64_t kChunk = 16384;
     FirstError errs;
-    pool_.parallel_for((count + kChunk - 1) / kChunk, [&](int64_t c, int) {
+    pool_->parallel_for((count + kChunk - 1) / kChunk, [&](int64_t c, int) {
       const int64_t b0 = c * kChunk;
       errs.set(fn(b0, std::min(kChunk, count - b0)));
     });
@@ -343,11 +345,11 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       const Val& tv = vals_[in[0]];
       if (tv.packed != nullptr) {
         GENIEX_ASSIGN_OR_RETURN(const bool done,
-                                cpu::embedding_packed(pool_, *tv.packed, ispan(1), out));
+                                cpu::embedding_packed(*pool_, *tv.packed, ispan(1), out));
         if (done) return {};
       }
       const uint8_t* table = tv.bytes != nullptr ? tv.bytes : tv.raw;
-      return cpu::embedding(pool_, desc(0).dtype, std::span<const uint8_t>(table, tv.raw_size),
+      return cpu::embedding(*pool_, desc(0).dtype, std::span<const uint8_t>(table, tv.raw_size),
                             desc(0).ne[0], desc(0).ne[1], ispan(1), out);
     }
     case OpKind::kMatMul: {
@@ -355,11 +357,11 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
       const Val& wv = vals_[in[0]];
       if (wv.packed != nullptr) {
-        return cpu::matmul_packed(pool_, scratch_, *wv.packed, x, desc(1).nrows(), out,
+        return cpu::matmul_packed(*pool_, scratch_, *wv.packed, x, desc(1).nrows(), out,
                                   act_source(in[1]));
       }
       const uint8_t* wb = wv.bytes != nullptr ? wv.bytes : wv.raw;
-      return cpu::matmul(pool_, scratch_, desc(0).dtype, std::span<const uint8_t>(wb, wv.raw_size),
+      return cpu::matmul(*pool_, scratch_, desc(0).dtype, std::span<const uint8_t>(wb, wv.raw_size),
                          desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out, act_source(in[1]));
     }
     case OpKind::kRmsNorm: {
@@ -374,7 +376,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         return invalid_argument("rms_norm: weight has " + std::to_string(desc(1).nelements()) +
                                 " elements, rows have " + std::to_string(row));
       }
-      cpu::rms_norm_rows(pool_, x, w, row, desc(0).nrows(), p.eps, out);
+      cpu::rms_norm_rows(*pool_, x, w, row, desc(0).nrows(), p.eps, out);
       return {};
     }
     case OpKind::kRope: {
@@ -384,7 +386,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
         GENIEX_ASSIGN_OR_RETURN(const float* f, f32_of(g, in[2]));
         ff = cspan(f, desc(2).nelements());
       }
-      return cpu::rope(pool_, scratch_, x, desc(0).ne[0], desc(0).ne[1], desc(0).ne[2], ispan(1),
+      return cpu::rope(*pool_, scratch_, x, desc(0).ne[0], desc(0).ne[1], desc(0).ne[2], ispan(1),
                        p.rope, ff, out, act_source(in[1]),
                        in.size() == 3 ? act_source(in[2]) : cpu::ActSource{});
     }
@@ -407,7 +409,7 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       paging.n_rows = desc(1).ne[2];
       if (in.size() >= 6) paging.k_rows = ispan(5);
       if (in.size() >= 7) paging.q_seg = ispan(6);
-      return cpu::attention(pool_, scratch_, q, k, v, desc(0).ne[0], desc(2).ne[0], desc(0).ne[1],
+      return cpu::attention(*pool_, scratch_, q, k, v, desc(0).ne[0], desc(2).ne[0], desc(0).ne[1],
                             desc(1).ne[1], desc(0).ne[2], desc(4).ne[0], ispan(3), ispan(4), p.attn,
                             out, paging);
     }
@@ -599,13 +601,14 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
 
 Result<std::unique_ptr<Backend>> make_cpu_backend(const CpuBackendOptions& options) {
   const int threads = options.n_threads > 0 ? options.n_threads : ThreadPool::default_threads();
+  GENIEX_ASSIGN_OR_RETURN(std::unique_ptr<ThreadPool> pool, ThreadPool::create(threads));
   if (options.batch_invariant) ::geniex::cpu::enable_batch_invariant();
   if (options.isa) ::geniex::cpu::set_isa_cap(options.isa);
   if (options.gemv_prefetch_bytes >= 0) {
     ::geniex::cpu::set_gemv_prefetch_bytes(static_cast<size_t>(options.gemv_prefetch_bytes));
   }
   if (options.gemv_streams > 0) ::geniex::cpu::set_gemv_streams(options.gemv_streams);
-  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(threads, options));
+  return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(std::move(pool), options));
 }
 
 }  // namespace geniex::backends
