@@ -44,6 +44,7 @@
 #include "default_model.h"
 #include "geniex/geniex.hpp"
 #include "kv_flags.h"
+#include "number_flags.h"
 
 namespace geniex::cli {
 namespace {
@@ -309,6 +310,12 @@ Json series_json(const std::optional<Series>& s) {
               {"median_tok_s", s->median_tok_s()}};
 }
 
+// The context the tests need, in 64 bits (each flag goes up to 2^31 - 1).
+int64_t tokens_needed(const BenchOptions& o) {
+  const int64_t p = o.n_prompt, n = o.n_gen, d = o.depth;
+  return std::max({p + n, p + 1, d + n + 1});
+}
+
 int run_bench(const BenchOptions& o) {
   if (o.parallel > 1 && o.depth > 0) {
     std::fprintf(stderr, "geniex bench: --parallel runs tg from an empty context (no --depth)\n");
@@ -330,9 +337,23 @@ int run_bench(const BenchOptions& o) {
     return kExitUsage;
   }
   // Like llama-bench: the context holds the prompt and the generated tokens (and at least one
-  // more than either test needs).
-  const int32_t ctx =
-      o.ctx > 0 ? o.ctx : std::max({o.n_prompt + o.n_gen, o.n_prompt + 1, o.depth + o.n_gen + 1});
+  // more than either test needs). 64-bit: the flags go up to 2^31 - 1 each.
+  const int64_t needed = tokens_needed(o);
+  if (needed > INT32_MAX) {
+    std::fprintf(stderr,
+                 "geniex bench: the tests need a context of %lld tokens (-p %d, -n %d, -d %d); "
+                 "a context holds at most %d\n",
+                 static_cast<long long>(needed), o.n_prompt, o.n_gen, o.depth, INT32_MAX);
+    return kExitUsage;
+  }
+  if (o.ctx > 0 && needed > o.ctx) {
+    std::fprintf(stderr,
+                 "geniex bench: the tests need a context of %lld tokens (-p %d, -n %d, -d %d) "
+                 "but -c is %d\n",
+                 static_cast<long long>(needed), o.n_prompt, o.n_gen, o.depth, o.ctx);
+    return kExitUsage;
+  }
+  const auto ctx = static_cast<int32_t>(o.ctx > 0 ? o.ctx : needed);
 
   ModelBuilder b(path);
   b.with_device(*device).with_context_size(ctx).with_threads(o.threads).with_batch_size(o.batch);
@@ -365,6 +386,13 @@ int run_bench(const BenchOptions& o) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const ModelInfo& info = model->info();
   if (info.n_vocab <= 0) return fail(path + ": the model has no vocabulary size");
+  // The model's context caps -c: check before the token ids are allocated (4 bytes each).
+  if (needed > info.n_ctx) {
+    return fail(path + ": the tests need a context of " + std::to_string(needed) + " tokens (-p " +
+                std::to_string(o.n_prompt) + ", -n " + std::to_string(o.n_gen) + ", -d " +
+                std::to_string(o.depth) + ") but the model's context holds " +
+                std::to_string(info.n_ctx));
+  }
 
   std::mt19937 rng(o.seed);
   const std::vector<int32_t> pp_tokens = random_tokens(rng, info.n_vocab, o.n_prompt);
@@ -491,35 +519,22 @@ Command register_bench(CLI::App& parent) {
       "Prefill (pp) and decode (tg) speed, TTFT and peak RSS, like llama-bench: one warm-up, "
       "then the median of the repetitions. tg starts from an empty context.");
   c->add_option("-m,--model", o->model, "GGUF model (default: Gemma 3 270M from scripts/setup.sh)");
-  c->add_option("-t,--threads", o->threads, "threads (0 = all cores)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, INT32_MAX));
-  c->add_option("-p,--n-prompt", o->n_prompt, "prompt tokens of the pp test (0 = skip it)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, INT32_MAX));
-  c->add_option("-n,--n-gen", o->n_gen, "generated tokens of the tg test (0 = skip it)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, INT32_MAX));
-  c->add_option("-r,--reps", o->reps, "timed repetitions of each test (>= 1)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, INT32_MAX));
+  add_count_option(c, "-t,--threads", o->threads, 0, ModelBuilder::kMaxThreads,
+                   "threads (0 = all cores)");
+  add_count_option(c, "-p,--n-prompt", o->n_prompt, 0, INT32_MAX,
+                   "prompt tokens of the pp test (0 = skip it)");
+  add_count_option(c, "-n,--n-gen", o->n_gen, 0, INT32_MAX,
+                   "generated tokens of the tg test (0 = skip it)");
+  add_count_option(c, "-r,--reps", o->reps, 1, INT32_MAX, "timed repetitions of each test (>= 1)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
-  c->add_option("-c,--ctx", o->ctx, "context size (0 = n_prompt + n_gen)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, INT32_MAX));
-  c->add_option("-b,--batch", o->batch, "prompt tokens per step")
-      ->capture_default_str()
-      ->check(CLI::Range(1, INT32_MAX));
+  add_count_option(c, "-c,--ctx", o->ctx, 0, INT32_MAX, "context size (0 = n_prompt + n_gen)");
+  add_count_option(c, "-b,--batch", o->batch, 1, INT32_MAX, "prompt tokens per step");
   c->add_option("--seed", o->seed, "seed of the random token ids")->capture_default_str();
-  c->add_option("-d,--depth", o->depth,
-                "tokens already in the context when tg starts (llama-bench -d; 0 = empty)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, INT32_MAX));
-  c->add_option("-P,--parallel", o->parallel,
-                "tg: this many generations at once, batched into one forward pass per step "
-                "(aggregate tok/s)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 256));
+  add_count_option(c, "-d,--depth", o->depth, 0, INT32_MAX,
+                   "tokens already in the context when tg starts (llama-bench -d; 0 = empty)");
+  add_count_option(c, "-P,--parallel", o->parallel, 1, 256,
+                   "tg: this many generations at once, batched into one forward pass per step "
+                   "(aggregate tok/s)");
   add_kv_flags(c, o->kv);
   c->add_option("--cpu-tuning", o->cpu_tuning,
                 "CPU kernel tuning for A/B runs, key=value,...: isa=scalar|sse4|avx2|..., "

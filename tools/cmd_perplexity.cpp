@@ -11,10 +11,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +23,8 @@
 #include "eval/perplexity_stats.h"
 #include "geniex/geniex.hpp"
 #include "kv_flags.h"
+#include "number_flags.h"
+#include "text_input.h"
 
 namespace geniex::cli {
 namespace {
@@ -92,14 +92,6 @@ class Progress {
   int32_t total_;
   Clock::time_point t0_;
 };
-
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return not_found("cannot read text file " + path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 Result<Model> load_model(const PplOptions& o, int32_t n_ctx) {
   std::string path = o.model;
@@ -347,7 +339,7 @@ int run(const PplOptions& o) {
     base.emplace(std::move(r).value());
     n_ctx = base->n_ctx();  // the base file's chunking decides, as in llama.cpp
   } else {
-    auto t = read_text(o.file);
+    auto t = read_text_file(o.file);
     if (!t.ok()) return fail(t.status().message());
     text = std::move(t).value();
   }
@@ -416,12 +408,13 @@ Command register_perplexity(CLI::App& parent) {
       "in llama.cpp's format");
   c->add_option("-m,--model", opts->model, "GGUF model (default: the setup's Gemma 3 270M)");
   c->add_option("-f,--file", opts->file, "text to score");
-  c->add_option("-c,--ctx", opts->ctx, "tokens per chunk (the second half of each is scored)")
-      ->capture_default_str();
-  c->add_option("-b,--batch", opts->batch, "prompt tokens per step")->capture_default_str();
-  c->add_option("--chunks", opts->chunks, "chunks to score at most (-1 = all)")
-      ->capture_default_str();
-  c->add_option("-t,--threads", opts->threads, "threads (0 = all cores)")->capture_default_str();
+  add_count_option(c, "-c,--ctx", opts->ctx, 8, INT32_MAX,
+                   "tokens per chunk (the second half of each is scored)");
+  add_count_option(c, "-b,--batch", opts->batch, 1, INT32_MAX, "prompt tokens per step");
+  add_count_option(c, "--chunks", opts->chunks, -1, INT32_MAX,
+                   "chunks to score at most (-1 = all)");
+  add_count_option(c, "-t,--threads", opts->threads, 0, ModelBuilder::kMaxThreads,
+                   "threads (0 = all cores)");
   c->add_option("--device", opts->device, "auto, cpu, gpu or npu")->capture_default_str();
   add_kv_flags(c, opts->kv);
   c->add_option("--kl-divergence-base", opts->kld_base,

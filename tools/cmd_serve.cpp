@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
@@ -18,11 +19,16 @@
 #include "flag_compat.h"
 #include "geniex/geniex.hpp"
 #include "kv_flags.h"
+#include "number_flags.h"
 #include "sampling_flags.h"
 #include "server/http_server.h"
 
 namespace geniex::cli {
 namespace {
+
+/// The largest --max-body-mb: a request body is held in memory whole, and 1 GiB is far beyond
+/// any chat request (images included) while still short of exhausting the machine.
+constexpr double kMaxBodyMb = 1024.0;
 
 struct ServeOptions {
   std::string model;
@@ -144,10 +150,11 @@ int run_serve(const ServeOptions& o) {
   so.api_key = o.api_key;
   so.parallel = o.parallel;
   so.queue = o.queue;
-  so.max_body_bytes = static_cast<size_t>(o.max_body_mb * 1024 * 1024);
+  // Both in range (add_real_option): no overflow, NaN or negative value reaches the casts.
+  so.max_body_bytes = static_cast<size_t>(std::llround(o.max_body_mb * 1024 * 1024));
   so.model_id = std::filesystem::path(path).stem().string();
   so.created = static_cast<int64_t>(std::time(nullptr));
-  so.shutdown_grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout * 1000));
+  so.shutdown_grace = std::chrono::milliseconds(std::llround(o.shutdown_timeout * 1000));
   so.defaults = config_of(o.sampling);
   if (o.max_tokens_flag->count() == 0) so.defaults.max_tokens = -1;  // no server default
   so.access_log = !o.no_access_log;
@@ -192,21 +199,17 @@ Command register_serve(CLI::App& parent) {
   c->add_option("-c,--ctx,--ctx-size", o->ctx, "context size in tokens (0 = the model's own)")
       ->capture_default_str()
       ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
-  c->add_option("-t,--threads", o->threads, "threads (0 = all cores)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+  add_count_option(c, "-t,--threads", o->threads, 0, ModelBuilder::kMaxThreads,
+                   "threads (0 = all cores)");
   add_kv_flags(c, o->kv);
   c->add_flag("--deterministic", o->deterministic,
               "bit-identical output whether a request runs alone or batched (slower decode for "
               "Q8_0/Q5_0/Q4_0 weights)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
-  c->add_option("--max-body-mb", o->max_body_mb, "largest request body (413 beyond)")
-      ->capture_default_str()
-      ->check(CLI::Range(1e-3, 1e6));
-  c->add_option("--shutdown-timeout", o->shutdown_timeout,
-                "seconds in-flight requests may run after SIGINT/SIGTERM")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 86400.0));
+  add_real_option(c, "--max-body-mb", o->max_body_mb, 1e-3, kMaxBodyMb,
+                  "largest request body in MiB (413 beyond)");
+  add_real_option(c, "--shutdown-timeout", o->shutdown_timeout, 0.0, 86400.0,
+                  "seconds in-flight requests may run after SIGINT/SIGTERM");
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
   c->add_flag("--no-access-log", o->no_access_log, "do not log one line per request to stderr");
   c->add_option("--max-conns-per-client", o->max_conns_per_client,

@@ -12,7 +12,7 @@ namespace geniex::cli {
 
 struct KvOptions {
   std::string type = "f16";
-  std::string budget;  ///< e.g. "64M", "1G", "1048576"; empty = no budget
+  std::string budget;  ///< e.g. "64M", "1G", "1048576" (parse_size); empty = no budget
   std::string spill_dir;
   std::string overflow = "stop";
   int32_t keep = 0;
@@ -23,7 +23,8 @@ void add_kv_flags(CLI::App* c, KvOptions& o);
 /// Applies the options to `b`; kInvalidArgument for a bad type, size or policy.
 Status apply_kv_flags(const KvOptions& o, ModelBuilder& b);
 
-/// "64M" -> 67108864 (K, M, G suffixes, powers of 1024; optional trailing "B" / "iB").
-Result<int64_t> parse_size(const std::string& text);
+/// The largest --kv-budget: 1 PiB, more memory than any machine has (a budget that never
+/// spills); larger values are typos or attacks, and used to wrap to 0 (no budget).
+inline constexpr int64_t kMaxKvBudget = int64_t{1} << 50;
 
 }  // namespace geniex::cli

@@ -2,21 +2,25 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 
 #include "default_model.h"
+#include "number_flags.h"
 
 namespace geniex::cli {
+namespace {
+constexpr int32_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+}  // namespace
 
 void add_model_flags(CLI::App* c, ModelOptions& o) {
   c->add_option("-m,--model", o.model,
                 "GGUF model (default: see `geniex list`; GENIEX_MODEL overrides)");
   c->add_option("--device", o.device, "auto, cpu, gpu or npu")->capture_default_str();
-  c->add_option("-c,--ctx,--ctx-size", o.ctx, "context size in tokens (0 = the model's own)")
-      ->capture_default_str();
-  c->add_option("-t,--threads", o.threads, "threads (0 = the CPUs this process may use)")
-      ->capture_default_str();
-  c->add_option("-b,--batch,--batch-size", o.batch, "prompt tokens per step")
-      ->capture_default_str();
+  add_count_option(c, "-c,--ctx,--ctx-size", o.ctx, 0, kMaxInt32,
+                   "context size in tokens (0 = the model's own)");
+  add_count_option(c, "-t,--threads", o.threads, 0, ModelBuilder::kMaxThreads,
+                   "threads (0 = the CPUs this process may use)");
+  add_count_option(c, "-b,--batch,--batch-size", o.batch, 1, kMaxInt32, "prompt tokens per step");
   c->add_flag("-v,--verbose", o.verbose, "log placement decisions and the sampler seed to stderr");
   c->add_flag("--explain-placement", o.explain,
               "print each unit's capability table and where every stage runs (and why) to stderr");
@@ -32,6 +36,11 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
 
 Result<PreparedModel> prepare_model(const ModelOptions& o, DefaultModel which) {
   if (o.ctx < 0) return invalid_argument("-c/--ctx must be >= 0 (0 = the model's own context)");
+  if (o.ctx == 1) {
+    return invalid_argument(
+        "-c/--ctx 1: too small (a context holds a prompt token and a generated one: at least 2, "
+        "or 0 for the model's own)");
+  }
   if (o.threads < 0) return invalid_argument("-t/--threads must be >= 0 (0 = all usable CPUs)");
   if (o.batch < 1) return invalid_argument("-b/--batch must be >= 1");
   auto device = Device::parse(o.device);

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+
+#include "core/regular_file.h"
 
 namespace geniex::cli {
 
@@ -13,6 +13,10 @@ Result<std::string> read_stdin() {
   char buf[65536];
   for (;;) {
     const size_t n = std::fread(buf, 1, sizeof buf, stdin);
+    if (out.size() + n > kMaxTextBytes) {
+      return resource_exhausted("standard input is more than " + std::to_string(kMaxTextBytes) +
+                                " bytes; at most that much text is read");
+    }
     out.append(buf, n);
     if (n < sizeof buf) {
       if (std::ferror(stdin) != 0) return io_error("cannot read standard input");
@@ -22,17 +26,15 @@ Result<std::string> read_stdin() {
   return out;
 }
 
+Result<std::string> read_text_file(const std::string& path) {
+  GENIEX_ASSIGN_OR_RETURN(RegularFile f, RegularFile::open(path));
+  return f.read_all(kMaxTextBytes, "text file");
+}
+
 Result<std::string> read_text_input(const std::string& text, const std::string& file) {
   if (!text.empty()) return text;
   if (file == "-") return read_stdin();
-  if (!file.empty()) {
-    std::ifstream f(file, std::ios::binary);
-    if (!f) return io_error("cannot read " + file);
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) return io_error("cannot read " + file);
-    return ss.str();
-  }
+  if (!file.empty()) return read_text_file(file);
   if (isatty(STDIN_FILENO) == 0) return read_stdin();
   return std::string();
 }
