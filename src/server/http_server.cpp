@@ -131,6 +131,8 @@ class HttpServer::Service final : public HttpService {
       return router_.dispatch(req);
     } catch (const std::exception& e) {
       return error_response(internal_error(std::string("internal error: ") + e.what()));
+    } catch (...) {
+      return error_response(internal_error("internal error: unknown exception"));
     }
   }
 

@@ -22,9 +22,11 @@ struct TransportLimits {
   std::chrono::milliseconds header_timeout{10000};  ///< from the first byte to the header's end
   std::chrono::milliseconds body_timeout{30000};    ///< for the whole body after the header
   std::chrono::milliseconds keep_alive{5000};       ///< idle time before a next request
-  std::chrono::milliseconds write_timeout{30000};   ///< for each write to a client
-  int max_conns_per_client = 64;                    ///< open connections of one address
-  int max_conns = 256;                              ///< open connections in all
+  /// For each write to a client: one that takes nothing for this long is gone (it also bounds
+  /// how long shutdown can wait for a stream to a client that stopped reading).
+  std::chrono::milliseconds write_timeout{10000};
+  int max_conns_per_client = 64;  ///< open connections of one address
+  int max_conns = 256;            ///< open connections in all
 };
 
 /// What the transport calls on the server above it.
