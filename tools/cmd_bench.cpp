@@ -38,6 +38,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -205,10 +206,11 @@ Result<double> run_tg(Model& model, std::vector<int32_t> depth_tokens, int32_t f
 Result<double> run_tg_parallel(Model& model, const std::vector<int32_t>& first_tokens, int32_t n) {
   model.reset();
   std::vector<Status> status(first_tokens.size(), Status());
-  std::vector<std::thread> threads;
   const auto t0 = std::chrono::steady_clock::now();
+  // jthreads: those that started are joined even when starting the next one throws.
+  std::vector<std::jthread> threads;
   for (size_t i = 0; i < first_tokens.size(); ++i) {
-    threads.emplace_back([&, i] {
+    auto run_one = [&, i] {
       auto g = model.generate(std::span<const int32_t>(&first_tokens[i], 1), greedy(n));
       if (!g.ok()) {
         status[i] = g.status();
@@ -217,7 +219,13 @@ Result<double> run_tg_parallel(Model& model, const std::vector<int32_t>& first_t
                                                       std::to_string(g->timings.generated_tokens) +
                                                       " tokens, not " + std::to_string(n));
       }
-    });
+    };
+    try {
+      threads.emplace_back(run_one);
+    } catch (const std::system_error& e) {
+      return resource_exhausted("--parallel " + std::to_string(first_tokens.size()) +
+                                ": the system refused a thread: " + e.what());
+    }
   }
   for (auto& t : threads) t.join();
   const double ms =

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <string>
+#include <system_error>
 #include <utility>
 
 #include "core/regular_file.h"
@@ -355,7 +357,13 @@ Result<Model> ModelBuilder::build() const {
     GENIEX_TRY(raw->shift_context(seq));
     return true;
   };
-  impl->batch = std::make_unique<engine::BatchEngine>(*impl->kv, *impl->runner, std::move(bo));
+  try {
+    impl->batch = std::make_unique<engine::BatchEngine>(*impl->kv, *impl->runner, std::move(bo));
+  } catch (const std::system_error& e) {
+    // Its thread is started last in its constructor, so nothing is left running. Past a thread
+    // limit the pool above usually fails first; this is the same error when it does not.
+    return resource_exhausted(std::string("the system refused the engine's thread: ") + e.what());
+  }
   return Model(std::move(impl));
 }
 

@@ -65,11 +65,11 @@ def test_the_largest_thread_count_still_runs(geniex_bin):
 
 
 def test_a_thread_the_system_refuses_is_an_error_not_an_abort(geniex_bin):
-    # Under a 1 GiB address-space limit the 8 MiB stacks of 1024 threads cannot all be mapped:
+    # Under a 2 GiB address-space limit the 8 MiB stacks of 1024 threads cannot all be mapped:
     # the system refuses a thread. This used to abort (a thread pool left joinable threads
     # behind); now the pool joins the ones that started and the load fails with a message.
     def small_address_space():
-        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
     r = subprocess.run([str(geniex_bin), "run", "-m", str(TINY), "-p", "hi", "-n", "1", "--raw",
                         "-t", "1024"], capture_output=True, text=True, timeout=60,
