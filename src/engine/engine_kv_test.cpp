@@ -2,6 +2,7 @@
 // windows over long generations, context shift, and state files — each checked against a fresh
 // computation (greedy ids equal, logits within float-summation noise).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -252,6 +253,15 @@ TEST(EngineKv, StateFilesThatAreNotStatesAreRefusedBeforeReading) {
     f.seekp((int64_t{1} << 32) - 1);
     f.put('\0');
   }
+  // Saving into a FIFO would wait for a reader that never comes.
+  const std::string fifo = ::testing::TempDir() + "/engine_state.fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Status to_fifo = m.save_state(fifo);
+  EXPECT_EQ(to_fifo.code(), StatusCode::kInvalidArgument) << to_fifo.to_string();
+  EXPECT_NE(to_fifo.message().find("is a FIFO (named pipe)"), std::string::npos)
+      << to_fifo.to_string();
+  std::remove(fifo.c_str());
   Status huge = m.load_state(big);
   EXPECT_EQ(huge.code(), StatusCode::kResourceExhausted) << huge.to_string();
   EXPECT_NE(huge.message().find("4294967296 bytes; at most"), std::string::npos)

@@ -6,6 +6,8 @@
 // per layer, per block of the table: u8 present, then (present) the frame's K rows and V rows |
 // per layer: state bytes | u64 FNV-1a of everything before.
 // A str is u32 length + bytes.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -126,6 +128,13 @@ Status KvManager::save(SeqId seq, const std::string& path, const std::string& fi
   for (const auto& state : s.state) w.bytes(state.data(), state.size());
   w.put(fnv1a(w.buf.data(), w.buf.size()));
 
+  // A new file or a regular one: opening a FIFO to write would wait for a reader, and a device
+  // is no place for a state.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return invalid_argument("KV save: " + path + " is " + std::string(file_type_name(st.st_mode)) +
+                            ", not a regular file");
+  }
   std::unique_ptr<FILE, FileCloser> f(std::fopen(path.c_str(), "wb"));
   if (!f) return io_error("KV save: cannot open '" + path + "' for writing");
   if (std::fwrite(w.buf.data(), 1, w.buf.size(), f.get()) != w.buf.size() ||

@@ -196,6 +196,14 @@ def test_a_fifo_is_refused_without_hanging(geniex_bin, fifo, args):
     assert f"{fifo} is a FIFO (named pipe), not a regular file" in r.stderr, r.stderr
 
 
+def test_save_state_into_a_fifo_is_refused_without_hanging(geniex_bin, fifo):
+    r = run(geniex_bin, "run", "-m", TINY, "-p", "hi", "-n", "1", "--raw", "--save-state", fifo,
+            timeout=20)
+    no_crash(r)
+    assert r.returncode == ERROR, r.stderr
+    assert f"{fifo} is a FIFO (named pipe), not a regular file" in r.stderr, r.stderr
+
+
 def test_load_state_from_a_device_or_a_huge_file_is_refused_before_reading(geniex_bin, tmp_path):
     r = run(geniex_bin, "run", "-m", TINY, "-p", "hi", "-n", "1", "--load-state", "/dev/zero",
             limit_memory=True)
