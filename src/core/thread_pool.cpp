@@ -66,7 +66,7 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-int ThreadPool::default_threads() { return usable_cpus(); }
+int ThreadPool::default_threads() { return std::min(usable_cpus(), kMaxThreads); }
 
 // Why a claim never runs a task of the wrong loop: the caller fills loops_[k & 1] for loop k
 // and then publishes (k, 0) in claim_. A worker reads claim_ (loop j, task i), then slot j & 1,

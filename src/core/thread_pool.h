@@ -75,7 +75,8 @@ class ThreadPool {
   /// Number of threads, the caller included.
   [[nodiscard]] int size() const { return n_threads_; }
 
-  /// A sensible default: the CPUs this process may use (affinity mask and cgroup quota).
+  /// A sensible default: the CPUs this process may use (affinity mask and cgroup quota), at
+  /// most kMaxThreads.
   static int default_threads();
 
  private:
