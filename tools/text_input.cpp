@@ -1,5 +1,6 @@
 #include "text_input.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -27,8 +28,16 @@ Result<std::string> read_stdin() {
 }
 
 Result<std::string> read_text_file(const std::string& path) {
-  GENIEX_ASSIGN_OR_RETURN(RegularFile f, RegularFile::open(path));
-  return f.read_all(kMaxTextBytes, "text file");
+  auto f = RegularFile::open(path);
+  if (!f.ok()) {
+    // /dev/stdin and <(command) are pipes: say how to read standard input instead.
+    struct stat st {};
+    const bool stream =
+        ::stat(path.c_str(), &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode));
+    return Status(f.status().code(),
+                  f.status().message() + (stream ? " (standard input: -f - or a pipe)" : ""));
+  }
+  return f->read_all(kMaxTextBytes, "text file");
 }
 
 Result<std::string> read_text_input(const std::string& text, const std::string& file) {
