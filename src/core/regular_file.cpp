@@ -80,7 +80,8 @@ Result<std::string> RegularFile::read_all(uint64_t max_bytes, std::string_view w
   for (;;) {
     if (got == out.size()) {
       if (got > max_bytes) return too_large(got);
-      out.resize(static_cast<size_t>(std::min<uint64_t>(max_bytes + 1, got * 2 + 4096)));
+      const uint64_t limit = max_bytes < UINT64_MAX ? max_bytes + 1 : max_bytes;
+      out.resize(static_cast<size_t>(std::min<uint64_t>(limit, got * 2 + 4096)));
     }
     const ssize_t n = ::pread(fd_, out.data() + got, out.size() - got, static_cast<off_t>(got));
     if (n < 0 && errno == EINTR) continue;
