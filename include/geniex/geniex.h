@@ -88,7 +88,7 @@ typedef struct geniex_model_params {
   const char* path;     /**< GGUF file; required */
   const char* device;   /**< "auto", "cpu", "gpu", "npu", or NULL for "auto" */
   int32_t n_ctx;        /**< context window in tokens; 0 = default (4096), capped at training */
-  int32_t n_threads;    /**< worker threads; 0 = all hardware threads */
+  int32_t n_threads;    /**< worker threads, 0..1024; 0 = the CPUs this process may use */
   int32_t n_batch;      /**< most prompt tokens evaluated per step; 0 = default (512) */
 } geniex_model_params;
 
