@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <unordered_set>
 
 #include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/error.h"
@@ -154,19 +155,19 @@ std::string json_key(const Value& k) {
   type_error("keys must be str, int, float, bool or None, not " + k.type_name());
 }
 
-// Containers being written, outermost first: json.dumps refuses a value that contains itself.
-using OpenContainers = std::vector<const void*>;
+// Containers being written: json.dumps refuses a value that contains itself. A set, not a scan
+// of the path: a value can be thousands deep and visited many times.
+using OpenContainers = std::unordered_set<const void*>;
 
 struct OpenScope {
-  OpenScope(OpenContainers& open, const void* c) : open_(open) {
-    for (const void* o : open_)
-      if (o == c) type_error("ValueError: Circular reference detected");
-    open_.push_back(c);
+  OpenScope(OpenContainers& open, const void* c) : open_(open), c_(c) {
+    if (!open_.insert(c).second) type_error("ValueError: Circular reference detected");
   }
-  ~OpenScope() { open_.pop_back(); }
+  ~OpenScope() { open_.erase(c_); }
   OpenScope(const OpenScope&) = delete;
   OpenScope& operator=(const OpenScope&) = delete;
   OpenContainers& open_;
+  const void* c_;
 };
 
 void json_value(std::string& out, const Value& v, const JsonOptions& o, int depth,

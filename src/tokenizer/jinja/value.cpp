@@ -2,6 +2,7 @@
 #include "tokenizer/jinja/value.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "tokenizer/jinja/budget.h"
 #include "tokenizer/jinja/error.h"
@@ -141,7 +142,7 @@ namespace {
 
 // Python's repr of containers: a container met again while it is being printed prints as
 // [...] / {...} (CPython's Py_ReprEnter), so a namespace holding itself prints in finite space.
-void repr_into(const Value& v, std::string& out, std::vector<const void*>& open) {
+void repr_into(const Value& v, std::string& out, std::unordered_set<const void*>& open) {
   NestGuard nest;
   charge_steps(1);
   if (!v.is_list() && !v.is_dict()) {
@@ -152,12 +153,15 @@ void repr_into(const Value& v, std::string& out, std::vector<const void*>& open)
   }
   const void* id = v.is_list() ? static_cast<const void*>(v.as_list().get())
                                : static_cast<const void*>(v.as_dict().get());
-  const bool again = std::find(open.begin(), open.end(), id) != open.end();
-  open.push_back(id);
+  const bool again = !open.insert(id).second;
   struct Pop {
-    std::vector<const void*>& o;
-    ~Pop() { o.pop_back(); }
-  } pop{open};
+    std::unordered_set<const void*>& o;
+    const void* id;
+    bool again;
+    ~Pop() {
+      if (!again) o.erase(id);
+    }
+  } pop{open, id, again};
   if (v.is_list()) {
     const auto& l = *v.as_list();
     if (again) {
@@ -205,7 +209,7 @@ std::string Value::repr() const {
   }
   if (is_list() || is_dict()) {
     std::string out;
-    std::vector<const void*> open;
+    std::unordered_set<const void*> open;
     repr_into(*this, out, open);
     check_string_size(out.size());
     charge_bytes(out.size());
