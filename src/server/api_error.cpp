@@ -88,11 +88,6 @@ ApiError bad_http(const std::string& detail) {
           "bad_http_request"};
 }
 
-ApiError request_timeout() {
-  return {408, "The request was not received in time.", "invalid_request_error", std::nullopt,
-          "request_timeout"};
-}
-
 ApiError too_many_connections(const std::string& which, int limit) {
   return {503,
           "Too many open connections " + which + " (at most " + std::to_string(limit) +

@@ -51,8 +51,6 @@ ApiError unsupported_encoding(const std::string& encoding);
 ApiError header_too_large(size_t limit);
 /// 400: the HTTP framing is malformed (e.g. two different Content-Length headers).
 ApiError bad_http(const std::string& detail);
-/// 408: the client did not send its request within the deadline.
-ApiError request_timeout();
 /// 503: the client (or everyone) holds the most connections the server allows.
 ApiError too_many_connections(const std::string& which, int limit);
 /// 429: every slot busy and the queue full.

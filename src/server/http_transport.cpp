@@ -264,9 +264,8 @@ class Session : public std::enable_shared_from_this<Session> {
       return refuse(error_response(body_too_large(t_.limits.max_body_bytes)), -1);
     }
     if (ec == beast::error::timeout) {
-      // A connection that never started a request just closes.
-      if (in_header && buffer_.size() == 0) return close();
-      return refuse(error_response(request_timeout()), -1);
+      // tcp_stream has closed the socket already: no 408 can be sent.
+      return close();
     }
     // The client went away (or the socket failed): nobody to answer. Anything else from the
     // HTTP parser is malformed framing (e.g. two different Content-Length values): 400.

@@ -13,6 +13,11 @@ BUILD = pathlib.Path(os.environ.get("GENIEX_BUILD_DIR", REPO / "build" / "releas
 SHARED = pathlib.Path(os.environ.get("GENIEX_SHARED_DIR", REPO.parent / "shared"))
 
 
+def pytest_configure(config):
+    # scripts/test.sh runs every test, slow ones included; `-m "not slow"` skips them locally.
+    config.addinivalue_line("markers", "slow: takes 10 s or more (still run by scripts/test.sh)")
+
+
 def _binary(rel: str) -> pathlib.Path:
     p = BUILD / rel
     if not p.exists():

@@ -272,19 +272,33 @@ def test_non_streaming_clients_that_leave_are_cancelled(srv):
     assert health_latency(srv) < 1.0
 
 
-def test_connections_per_client_are_capped(geniex_bin, gemma_gguf):
-    s = start_server(geniex_bin, gemma_gguf, "--max-conns-per-client", "4")
+def connect_from(srv, source: str) -> socket.socket:
+    """A connection from another loopback address (127.0.0.0/8 is all ours): another client."""
+    return socket.create_connection(address(srv), source_address=(source, 0))
+
+
+def refused(srv, source: str) -> bytes:
+    with connect_from(srv, source) as extra:
+        extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        return read_response(extra, timeout=5)
+
+
+def test_connections_per_client_and_in_total_are_capped(geniex_bin, gemma_gguf):
+    s = start_server(geniex_bin, gemma_gguf, "--max-conns-per-client", "4", "--max-conns", "6")
     idle = []
     try:
         before = rss(s)
-        for _ in range(4):
-            idle.append(socket.create_connection(address(s)))
+        idle += [connect_from(s, "127.0.0.1") for _ in range(4)]
         time.sleep(0.2)
-        with socket.create_connection(address(s)) as extra:
-            extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-            raw = read_response(extra, timeout=5)
+        raw = refused(s, "127.0.0.1")
         assert status_of(raw) == 503, raw[:300]
-        assert b"too_many_connections" in raw
+        assert b"too_many_connections" in raw and b"from this client" in raw
+        # Another client still gets in, up to the total.
+        idle += [connect_from(s, "127.0.0.2") for _ in range(2)]
+        time.sleep(0.2)
+        raw = refused(s, "127.0.0.3")
+        assert status_of(raw) == 503, raw[:300]
+        assert b"on this server" in raw
         for c in idle:
             c.close()
         idle = []
@@ -294,3 +308,23 @@ def test_connections_per_client_are_capped(geniex_bin, gemma_gguf):
         for c in idle:
             c.close()
         assert s.stop() == 0
+
+
+@pytest.mark.slow
+def test_a_header_sent_too_slowly_is_cut_at_the_deadline(srv):
+    # One byte per second never completes a header: the server closes the connection at the
+    # 10 s header deadline instead of keeping its socket for as long as the client likes.
+    t0 = time.monotonic()
+    closed = False
+    with socket.create_connection(address(srv)) as s:
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        while not closed and time.monotonic() - t0 < 20:
+            try:
+                s.sendall(b"X")
+                closed = answered(s) and read_response(s, timeout=2) == b""
+            except OSError:
+                closed = True
+            time.sleep(0.5)
+    elapsed = time.monotonic() - t0
+    assert closed, f"still open after {elapsed:.1f}s"
+    assert 9.0 < elapsed < 13.0, elapsed
