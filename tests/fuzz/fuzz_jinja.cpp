@@ -36,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     in->limits.max_range = 10'000;
     in->limits.max_collection = 100'000;
     in->limits.max_work_bytes = uint64_t{32} << 20;
-    in->limits.max_steps = 500'000;
+    in->limits.max_steps = 200'000;
     return in;
   }();
   auto out = render_chat_template(*tmpl, *inputs);
