@@ -296,7 +296,7 @@ ProblemList attention_problems(GgmlType t, const Target& tg) {
     out.push_back(std::move(p));
   }
   if (t == kF16) {  // Gemma 3 270M's prefill attention: head_dim 256, 4 query heads on 1 kv head
-    for (int64_t tq : tg.tokens({1, 37, 256})) {
+    for (int64_t tq : tg.tokens({1, 37, kGemmaPrefillTokens})) {
       auto c = std::make_unique<Problem>();
       c->name = "gemma d=256 4:1 T=" + std::to_string(tq);
       c->heavy = tq > 1;

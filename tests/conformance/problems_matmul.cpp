@@ -113,7 +113,7 @@ ProblemList matmul_problems(GgmlType t, const Target& tg) {
   // Gemma 3 270M's shapes for its weight types, a decode row and a prefill.
   for (const auto& gm : kGemmaMatMuls) {
     if (gm.type != t) continue;
-    for (int64_t m : tg.tokens({1, 256})) {
+    for (int64_t m : tg.tokens({1, kGemmaPrefillTokens})) {
       add_matmul(out, tg, t, gm.k, gm.n, m, std::string(gm.what) + " M=" + std::to_string(m), 2.0f,
                  m > 1);
     }
