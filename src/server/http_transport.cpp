@@ -71,14 +71,22 @@ std::string non_chunked_coding(std::string_view te) {
   return {};
 }
 
-/// Status line and headers of `res`; `length` < 0 means chunked transfer.
+// head_of's `length` for a body sent in chunks, and for one that ends when the connection closes
+// (a stream to an HTTP/1.0 client, which knows no chunks).
+constexpr long long kChunked = -1;
+constexpr long long kUntilClose = -2;
+
+/// Status line and headers of `res` with a body of `length` bytes (or kChunked, kUntilClose).
 std::string head_of(const HttpResponse& res, bool keep_alive, long long length) {
   const std::string_view reason = http::obsolete_reason(http::int_to_status(res.status));
   std::string h = "HTTP/1.1 " + std::to_string(res.status) + " " + std::string(reason) + "\r\n";
   h += "Content-Type: " + res.content_type + "\r\n";
   for (const auto& [k, v] : res.headers) h += k + ": " + v + "\r\n";
-  h += length < 0 ? std::string("Transfer-Encoding: chunked\r\n")
-                  : "Content-Length: " + std::to_string(length) + "\r\n";
+  if (length == kChunked) {
+    h += "Transfer-Encoding: chunked\r\n";
+  } else if (length >= 0) {
+    h += "Content-Length: " + std::to_string(length) + "\r\n";
+  }
   if (!keep_alive) h += "Connection: close\r\n";
   h += "\r\n";
   return h;
@@ -157,10 +165,14 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   class ChunkWriter final : public StreamWriter {
    public:
-    explicit ChunkWriter(Session& s) : s_(s) {}
+    ChunkWriter(Session& s, bool chunked) : s_(s), chunked_(chunked) {}
     bool write(std::string_view data) override {
       if (!ok) return false;
       if (data.empty()) return true;  // an empty chunk would end the body
+      if (!chunked_) {
+        ok = s_.write_blocking(std::string(data));
+        return ok;
+      }
       char size[20];
       const int n = std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
       std::string chunk(size, static_cast<size_t>(n));
@@ -173,6 +185,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
    private:
     Session& s_;
+    const bool chunked_;
   };
 
   void read_header() {
@@ -281,6 +294,7 @@ class Session : public std::enable_shared_from_this<Session> {
     auto req = std::make_shared<HttpRequest>(std::move(head_));
     req->body = std::move(parser_->get().body());
     keep_alive_ = parser_->get().keep_alive();
+    http10_ = parser_->get().version() < 11;
     parser_.reset();
     stream_.expires_never();
     const int fd = stream_.socket().native_handle();
@@ -300,15 +314,17 @@ class Session : public std::enable_shared_from_this<Session> {
   /// On a worker thread.
   void serve(HttpRequest& req) {
     HttpResponse res = t_.service.handle(req);
-    const bool keep = keep_alive_ && !t_.stopping.load();
+    const bool streamed = res.stream && req.method != "HEAD";
+    // A stream to an HTTP/1.0 client ends when the connection closes.
+    const bool keep = keep_alive_ && !t_.stopping.load() && !(streamed && http10_);
     const bool head_only = req.method == "HEAD";
     bool ok = false;
-    if (res.stream && !head_only) {
-      ok = write_blocking(head_of(res, keep, -1));
+    if (streamed) {
+      ok = write_blocking(head_of(res, keep, http10_ ? kUntilClose : kChunked));
       if (ok) {
-        ChunkWriter w(*this);
+        ChunkWriter w(*this, !http10_);
         res.stream(w);
-        ok = w.ok && write_blocking("0\r\n\r\n");
+        ok = w.ok && (http10_ || write_blocking("0\r\n\r\n"));
       }
     } else {
       std::string out = head_of(res, keep, static_cast<long long>(res.body.size()));
@@ -390,6 +406,7 @@ class Session : public std::enable_shared_from_this<Session> {
   size_t lingered_ = 0;
   bool first_ = true;
   bool keep_alive_ = false;
+  bool http10_ = false;
   bool in_worker_ = false;
 };
 

@@ -200,6 +200,23 @@ def test_raw_socket_hangup_before_reading(gemma_server):
     gemma_server.wait_idle(timeout=15)
 
 
+def test_http_1_0_stream_ends_with_the_connection(gemma_server):
+    """HTTP/1.0 has no chunks: a stream to such a client is the raw events, then a close."""
+    body = json.dumps({"model": gemma_server.model_id, "prompt": COUNTING, "max_tokens": 3,
+                       "stream": True}).encode()
+    host, port = gemma_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as s:
+        s.sendall(b"POST /v1/completions HTTP/1.0\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        s.settimeout(30)
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+    head, _, events = raw.partition(b"\r\n\r\n")
+    assert b" 200 " in head.split(b"\r\n")[0] and b"chunked" not in head.lower(), head
+    assert events.startswith(b"data: {") and events.endswith(b"data: [DONE]\n\n"), events[-80:]
+
+
 def test_sigterm_finishes_in_flight_then_exits_0(geniex_bin, gemma_gguf):
     srv = start_server(geniex_bin, gemma_gguf, "--parallel", "1", "--queue", "2",
                        "--shutdown-timeout", "1")
