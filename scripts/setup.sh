@@ -63,7 +63,7 @@ APT_PACKAGES=(
 )
 # Target (arm64) copies of the libraries the cross build may link; headers-only packages are shared.
 ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64
-  libcpp-httplib-dev:arm64 zlib1g-dev:arm64)
+  zlib1g-dev:arm64)
 
 missing=()
 need_arm64_arch=0
