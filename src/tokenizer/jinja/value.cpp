@@ -10,6 +10,48 @@
 
 namespace geniex::jinja {
 
+namespace {
+
+// Values whose destruction is pending on this thread while an outer release runs.
+thread_local std::vector<Value>* g_pending = nullptr;
+
+// Destroys `items` without recursing through nested containers: the first (outermost) release
+// on a thread drains a work list; a container destroyed while it runs hands its items to that
+// list instead of destroying them itself. So dropping a list nested 100,000 deep takes constant
+// stack.
+void release_items(std::vector<Value>&& items) {
+  if (items.empty()) return;
+  if (g_pending != nullptr) {
+    for (auto& v : items) g_pending->push_back(std::move(v));
+    items.clear();
+    return;
+  }
+  std::vector<Value> pending = std::move(items);
+  g_pending = &pending;
+  while (!pending.empty()) {
+    Value v = std::move(pending.back());
+    pending.pop_back();
+    // `v` is destroyed here; a container it held last feeds `pending`.
+  }
+  g_pending = nullptr;
+}
+
+}  // namespace
+
+ListData::~ListData() { release_items(std::move(items)); }
+
+DictData::~DictData() {
+  if (items.empty()) return;
+  std::vector<Value> values;
+  values.reserve(items.size() * 2);
+  for (auto& [k, v] : items) {
+    values.push_back(std::move(k));
+    values.push_back(std::move(v));
+  }
+  items.clear();
+  release_items(std::move(values));
+}
+
 const Value* DictData::find(const Value& key) const {
   if (key.is_string()) return find(std::string_view(key.as_string()));
   charge_steps(items.size());

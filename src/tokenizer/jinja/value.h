@@ -18,11 +18,22 @@ class Value;
 class Evaluator;
 
 struct ListData {
+  ListData() = default;
+  /// Iterative (see release_items): a template can nest lists 100,000 deep.
+  ~ListData();
+  ListData(const ListData&) = delete;
+  ListData& operator=(const ListData&) = delete;
+
   std::vector<Value> items;
   bool is_tuple = false;  ///< prints as (a, b) instead of [a, b]
 };
 
 struct DictData {
+  DictData() = default;
+  ~DictData();  ///< iterative, like ~ListData
+  DictData(const DictData&) = delete;
+  DictData& operator=(const DictData&) = delete;
+
   std::vector<std::pair<Value, Value>> items;  ///< insertion order, unique keys
   bool is_namespace = false;                   ///< created by namespace(); attribute-assignable
 
