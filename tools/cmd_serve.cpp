@@ -185,20 +185,20 @@ Command register_serve(CLI::App& parent) {
   c->add_option("-m,--model", o->model,
                 "GGUF model (default: the chat model, SmolLM2 135M Instruct; see `geniex list`)");
   c->add_option("--host", o->host, "address to listen on")->capture_default_str();
-  c->add_option("--port", o->port, "port (0 = any free port)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
+  add_count_option(c, "--port", o->port, 0, 65535, "port (0 = any free port)");
   c->add_option("--api-key", o->api_key,
                 "require 'Authorization: Bearer KEY' on /v1, /props and /metrics");
-  c->add_option("--parallel", o->parallel, "requests generating at once")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1024));
-  c->add_option("--queue", o->queue, "requests waiting for a slot before 429")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1 << 20));
-  c->add_option("-c,--ctx,--ctx-size", o->ctx, "context size in tokens (0 = the model's own)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, std::numeric_limits<int32_t>::max()));
+  add_count_option(c, "--parallel", o->parallel, 1, 1024, "requests generating at once");
+  add_count_option(c, "--queue", o->queue, 0, 1 << 20, "requests waiting for a slot before 429");
+  add_count_option(c, "-c,--ctx,--ctx-size", o->ctx, 0, std::numeric_limits<int32_t>::max(),
+                   "context size in tokens (0 = the model's own)")
+      ->check(
+          [](const std::string& v) -> std::string {
+            return v == "1" ? "too small (a context holds a prompt token and a "
+                              "generated one: at least 2, or 0 for the model's own)"
+                            : "";
+          },
+          "");
   add_count_option(c, "-t,--threads", o->threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = all cores)");
   add_kv_flags(c, o->kv);
@@ -212,13 +212,10 @@ Command register_serve(CLI::App& parent) {
                   "seconds in-flight requests may run after SIGINT/SIGTERM");
   c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
   c->add_flag("--no-access-log", o->no_access_log, "do not log one line per request to stderr");
-  c->add_option("--max-conns-per-client", o->max_conns_per_client,
-                "open connections one client address may hold (503 beyond)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
-  c->add_option("--max-conns", o->max_conns, "open connections in all (503 beyond)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1 << 20));
+  add_count_option(c, "--max-conns-per-client", o->max_conns_per_client, 1, 1 << 20,
+                   "open connections one client address may hold (503 beyond)");
+  add_count_option(c, "--max-conns", o->max_conns, 1, 1 << 20,
+                   "open connections in all (503 beyond)");
   o->sampling.max_tokens = -1;  // see ServeOptions::sampling
   add_sampling_flags(c, o->sampling);
   o->max_tokens_flag = c->get_option("--max-tokens");

@@ -102,6 +102,17 @@ def test_a_thread_the_system_refuses_is_an_error_not_an_abort(geniex_bin):
     (["run", "-m", TINY, "-p", "hi", "-c", "99999999999"], "-c/--ctx 99999999999: too large"),
     (["run", "-m", TINY, "-p", "hi", "--keep", "-4"], "--keep -4: negative"),
     (["bench", "-m", TINY, "-p", "1e9"], "-p/--n-prompt 1e9: not a whole number"),
+    # serve's counts read through the same parser (CLI11's Range let "nan" or "1e3" through as
+    # conversion errors and said "-c 1" only after loading the model, with exit 1).
+    (["serve", "-m", TINY, "--port", "0", "-c", "1"], "too small (a context holds"),
+    (["serve", "-m", TINY, "--port", "0", "-c", "99999999999"], "-c/--ctx 99999999999: too large"),
+    (["serve", "-m", TINY, "--port", "70000"], "--port 70000: too large (at most 65535)"),
+    (["serve", "-m", TINY, "--port", "0", "--parallel", "0"], "--parallel 0: too small"),
+    (["serve", "-m", TINY, "--port", "0", "--queue", "-1"], "--queue -1: negative"),
+    (["serve", "-m", TINY, "--port", "0", "--max-conns", "nan"],
+     "--max-conns nan: not a whole number"),
+    (["serve", "-m", TINY, "--port", "0", "--max-conns-per-client", "1e9"],
+     "--max-conns-per-client 1e9: not a whole number"),
 ])
 def test_bad_sizes_and_durations_are_usage_errors(geniex_bin, args, message):
     r = run(geniex_bin, *args)
