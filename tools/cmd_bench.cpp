@@ -535,8 +535,9 @@ Command register_bench(CLI::App& parent) {
                    "generated tokens of the tg test (0 = skip it)");
   add_count_option(c, "-r,--reps", o->reps, 1, INT32_MAX, "timed repetitions of each test (>= 1)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
-  add_count_option(c, "-c,--ctx", o->ctx, 0, INT32_MAX, "context size (0 = n_prompt + n_gen)");
-  add_count_option(c, "-b,--batch", o->batch, 1, INT32_MAX, "prompt tokens per step");
+  add_count_option(c, "-c,--ctx,--ctx-size", o->ctx, 0, INT32_MAX,
+                   "context size (0 = n_prompt + n_gen)");
+  add_count_option(c, "-b,--batch,--batch-size", o->batch, 1, INT32_MAX, "prompt tokens per step");
   c->add_option("--seed", o->seed, "seed of the random token ids")->capture_default_str();
   add_count_option(c, "-d,--depth", o->depth, 0, INT32_MAX,
                    "tokens already in the context when tg starts (llama-bench -d; 0 = empty)");

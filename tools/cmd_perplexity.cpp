@@ -408,9 +408,10 @@ Command register_perplexity(CLI::App& parent) {
       "in llama.cpp's format");
   c->add_option("-m,--model", opts->model, "GGUF model (default: the setup's Gemma 3 270M)");
   c->add_option("-f,--file", opts->file, "text to score");
-  add_count_option(c, "-c,--ctx", opts->ctx, 8, INT32_MAX,
+  add_count_option(c, "-c,--ctx,--ctx-size", opts->ctx, 8, INT32_MAX,
                    "tokens per chunk (the second half of each is scored)");
-  add_count_option(c, "-b,--batch", opts->batch, 1, INT32_MAX, "prompt tokens per step");
+  add_count_option(c, "-b,--batch,--batch-size", opts->batch, 1, INT32_MAX,
+                   "prompt tokens per step");
   add_count_option(c, "--chunks", opts->chunks, -1, INT32_MAX,
                    "chunks to score at most (-1 = all)");
   add_count_option(c, "-t,--threads", opts->threads, 0, ModelBuilder::kMaxThreads,
