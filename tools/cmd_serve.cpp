@@ -190,15 +190,7 @@ Command register_serve(CLI::App& parent) {
                 "require 'Authorization: Bearer KEY' on /v1, /props and /metrics");
   add_count_option(c, "--parallel", o->parallel, 1, 1024, "requests generating at once");
   add_count_option(c, "--queue", o->queue, 0, 1 << 20, "requests waiting for a slot before 429");
-  add_count_option(c, "-c,--ctx,--ctx-size", o->ctx, 0, std::numeric_limits<int32_t>::max(),
-                   "context size in tokens (0 = the model's own)")
-      ->check(
-          [](const std::string& v) -> std::string {
-            return v == "1" ? "too small (a context holds a prompt token and a "
-                              "generated one: at least 2, or 0 for the model's own)"
-                            : "";
-          },
-          "");
+  add_context_option(c, o->ctx, "context size in tokens (0 = the model's own)");
   add_count_option(c, "-t,--threads", o->threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = all cores)");
   add_kv_flags(c, o->kv);

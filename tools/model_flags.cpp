@@ -16,8 +16,7 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
   c->add_option("-m,--model", o.model,
                 "GGUF model (default: see `geniex list`; GENIEX_MODEL overrides)");
   c->add_option("--device", o.device, "auto, cpu, gpu or npu")->capture_default_str();
-  add_count_option(c, "-c,--ctx,--ctx-size", o.ctx, 0, kMaxInt32,
-                   "context size in tokens (0 = the model's own)");
+  add_context_option(c, o.ctx, "context size in tokens (0 = the model's own)");
   add_count_option(c, "-t,--threads", o.threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = the CPUs this process may use)");
   add_count_option(c, "-b,--batch,--batch-size", o.batch, 1, kMaxInt32, "prompt tokens per step");
@@ -36,11 +35,6 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
 
 Result<PreparedModel> prepare_model(const ModelOptions& o, DefaultModel which) {
   if (o.ctx < 0) return invalid_argument("-c/--ctx must be >= 0 (0 = the model's own context)");
-  if (o.ctx == 1) {
-    return invalid_argument(
-        "-c/--ctx 1: too small (a context holds a prompt token and a generated one: at least 2, "
-        "or 0 for the model's own)");
-  }
   if (o.threads < 0) return invalid_argument("-t/--threads must be >= 0 (0 = all usable CPUs)");
   if (o.batch < 1) return invalid_argument("-b/--batch must be >= 1");
   auto device = Device::parse(o.device);

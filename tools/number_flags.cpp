@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
+#include <limits>
 #include <system_error>
 
 namespace geniex::cli {
@@ -128,20 +130,47 @@ std::string flag_display_name(const std::string& names) {
   return out;
 }
 
-CLI::Option* add_count_option(CLI::App* app, const std::string& names, int32_t& value, int32_t lo,
-                              int32_t hi, const std::string& help) {
+namespace {
+
+// add_count_option with an extra rule: `refuse(v)` returns why a value in range is still wrong
+// ("" when it is fine).
+CLI::Option* add_checked_count_option(CLI::App* app, const std::string& names, int32_t& value,
+                                      int32_t lo, int32_t hi, const std::string& help,
+                                      std::function<std::string(int64_t)> refuse) {
   const std::string flag = flag_display_name(names);
   auto* opt = app->add_option_function<std::string>(
       names,
-      [flag, lo, hi, &value](const std::string& text) {
+      [flag, lo, hi, &value, refuse = std::move(refuse)](const std::string& text) {
         auto v = parse_count(flag, text, lo, hi);
         if (!v.ok()) throw CLI::ValidationError(v.status().message());
+        if (refuse) {
+          if (std::string why = refuse(*v); !why.empty()) {
+            throw CLI::ValidationError(flag + " " + text + ": " + why);
+          }
+        }
         value = static_cast<int32_t>(*v);
       },
       help);
   opt->type_name("INT in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   opt->default_str(std::to_string(value));
   return opt;
+}
+
+}  // namespace
+
+CLI::Option* add_count_option(CLI::App* app, const std::string& names, int32_t& value, int32_t lo,
+                              int32_t hi, const std::string& help) {
+  return add_checked_count_option(app, names, value, lo, hi, help, nullptr);
+}
+
+CLI::Option* add_context_option(CLI::App* app, int32_t& value, const std::string& help) {
+  return add_checked_count_option(
+      app, "-c,--ctx,--ctx-size", value, 0, std::numeric_limits<int32_t>::max(), help,
+      [](int64_t v) -> std::string {
+        return v == 1 ? "too small (a context holds a prompt token and a generated one: at least "
+                        "2, or 0 for the model's own)"
+                      : "";
+      });
 }
 
 CLI::Option* add_real_option(CLI::App* app, const std::string& names, double& value, double lo,

@@ -37,6 +37,9 @@ std::string flag_display_name(const std::string& names);
 CLI::Option* add_count_option(CLI::App* app, const std::string& names, int32_t& value, int32_t lo,
                               int32_t hi, const std::string& help);
 
+/// -c/--ctx/--ctx-size: a context size in [0, INT32_MAX] that is 0 (the model's own) or at least
+/// 2 (a prompt token and a generated one); run, chat and serve share it.
+CLI::Option* add_context_option(CLI::App* app, int32_t& value, const std::string& help);
 /// A double option read by parse_real at parse time, like add_count_option.
 CLI::Option* add_real_option(CLI::App* app, const std::string& names, double& value, double lo,
                              double hi, const std::string& help);

@@ -127,5 +127,25 @@ TEST(NumberFlags, OptionsRejectBadValuesWhileParsing) {
   }
 }
 
+TEST(NumberFlags, AContextIsZeroOrAtLeastTwo) {
+  for (const char* ok : {"0", "2", "4096"}) {
+    CLI::App a;
+    int32_t ctx = 7;
+    add_context_option(&a, ctx, "context");
+    a.parse(std::vector<std::string>{ok, "-c"});
+    EXPECT_EQ(ctx, std::stoi(ok));
+  }
+  CLI::App a;
+  int32_t ctx = 7;
+  add_context_option(&a, ctx, "context");
+  try {
+    a.parse(std::vector<std::string>{"1", "--ctx-size"});
+    ADD_FAILURE() << "--ctx-size 1 was accepted";
+  } catch (const CLI::ParseError& e) {
+    EXPECT_NE(std::string(e.what()).find("-c/--ctx 1: too small"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(ctx, 7);
+}
+
 }  // namespace
 }  // namespace geniex::cli
