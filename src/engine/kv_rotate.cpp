@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "graph/ref_ops.h"
+#include "models/forward_graph.h"
 #include "quant/quant.h"
 
 namespace geniex::engine {
@@ -34,7 +35,18 @@ Status rotate_k_rows(const models::ModelConfig& config, const models::ModelWeigh
     GENIEX_TRY(quant::dequantize_row(rf->type, rf->data, factors));
   }
   const std::vector<int32_t> pos(static_cast<size_t>(n_rows), delta);
+  // A quantized cache holds K rotated by a Walsh-Hadamard block after RoPE (forward_graph.h
+  // KvRotation): back to RoPE's basis, shift, rotate again (H is its own inverse).
+  const int32_t h = models::kv_rotation(config, type).k;
+  if (h != 0) {
+    GENIEX_TRY(graph::ref::hadamard(x, h, y));
+    x.swap(y);
+  }
   GENIEX_TRY(graph::ref::rope(x, d, n_head, n_rows, pos, rp, factors, y));
+  if (h != 0) {
+    GENIEX_TRY(graph::ref::hadamard(y, h, x));
+    x.swap(y);
+  }
   for (int64_t r = 0; r < n_rows; ++r) {
     GENIEX_TRY(quant::quantize_row(
         type, std::span<const float>(y.data() + r * row, static_cast<size_t>(row)),

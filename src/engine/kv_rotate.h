@@ -1,6 +1,7 @@
 // RoPE re-rotation of cached K rows for a context shift: a key cached at position p moves to
 // p + delta by a rotation of delta (RoPE angles are linear in the position). Rows of any KV type
-// (dequantized, rotated, quantized again — the same rounding a fresh write gets).
+// (dequantized, rotated, quantized again — the same rounding a fresh write gets). A quantized
+// cache's Walsh-Hadamard rotation (models::KvRotation) is undone around the RoPE step.
 #pragma once
 
 #include <cstdint>

@@ -266,6 +266,17 @@ Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& in, c
       if (!is_vector(in[2]) || in[2].ne[0] != src.ne[2]) return bad(kind, in, "slots must be [T]");
       return st;
     }
+    case OpKind::kHadamard: {
+      GENIEX_TRY(expect_inputs(kind, in, 1, 1));
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "x"));
+      const int32_t h = p.hadamard_n;
+      if (h < 2 || h > kMaxHadamardN || (h & (h - 1)) != 0 || in[0].ne[0] % h != 0) {
+        return bad(kind, in,
+                   "n = " + std::to_string(h) + " must be a power of two in [2, " +
+                       std::to_string(kMaxHadamardN) + "] dividing ne0");
+      }
+      return in[0];
+    }
   }
   return internal_error("infer_shape: unknown op kind");
 }

@@ -55,6 +55,27 @@ TEST(GraphShape, RejectsUnknownNodeAndWrongInputCount) {
   EXPECT_NE(two.status().message().find("expects 1 inputs"), std::string::npos);
 }
 
+TEST(GraphShape, HadamardNeedsAPowerOfTwoDividingTheRow) {
+  Graph g;
+  NodeId x = g.add_input(make_desc(kF32, 256, 4, 3), "x");
+  OpParams p;
+  for (int32_t n : {2, 64, 256}) {
+    p.hadamard_n = n;
+    auto y = g.add_op(OpKind::kHadamard, {x}, p);
+    ASSERT_TRUE(y.ok()) << y.status().to_string();
+    EXPECT_EQ(g.node(*y).desc, make_desc(kF32, 256, 4, 3));
+  }
+  for (int32_t n : {0, 1, 3, 96, 512, -64}) {
+    p.hadamard_n = n;
+    auto y = g.add_op(OpKind::kHadamard, {x}, p);
+    ASSERT_FALSE(y.ok()) << n;
+    EXPECT_NE(y.status().message().find("power of two"), std::string::npos) << y.status().message();
+  }
+  NodeId i = g.add_input(make_desc(GgmlType::kI32, 64), "i");
+  p.hadamard_n = 64;
+  EXPECT_FALSE(g.add_op(OpKind::kHadamard, {i}, p).ok());
+}
+
 TEST(GraphShape, InputsMustBeF32OrI32) {
   Graph g;
   NodeId x = g.add_input(make_desc(GgmlType::kF16, 8), "x");

@@ -20,6 +20,7 @@ std::string_view op_name(OpKind kind) {
     case OpKind::kReshape: return "Reshape";
     case OpKind::kGetRows: return "GetRows";
     case OpKind::kCacheWrite: return "CacheWrite";
+    case OpKind::kHadamard: return "Hadamard";
   }
   return "Unknown";
 }

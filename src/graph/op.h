@@ -34,7 +34,16 @@ enum class OpKind : uint8_t {
   kGetRows,     ///< {x [E, T, 1, 1], idx [n] I32} -> [E, n]: rows idx of x (e.g. the last token)
   kCacheWrite,  ///< {state [E0, E1, S] F32/F16/Q8_0/Q4_0, src [E0, E1, T], slots [T] I32}
                 ///<   -> the state, after writing src token t into state row slots[t] (an alias)
+  kHadamard,    ///< {x}: each run of n = OpParams::hadamard_n elements (n a power of two dividing
+                ///<   ne[0]) becomes H_n x / sqrt(n), H_n the Sylvester Walsh-Hadamard matrix
+                ///<   (orthonormal and its own inverse): llama.cpp's rotation of Q/K/V around a
+                ///<   quantized KV cache
 };
+
+/// The last kind, for loops over every kind.
+inline constexpr OpKind kLastOpKind = OpKind::kHadamard;
+/// Largest kHadamard block width (a head is at most a few hundred elements).
+inline constexpr int32_t kMaxHadamardN = 4096;
 
 /// Name of a kind for messages, e.g. "MatMul".
 std::string_view op_name(OpKind kind);
@@ -72,6 +81,7 @@ struct OpParams {
   AttentionParams attn;                      ///< kAttention
   GluActivation glu = GluActivation::kSilu;  ///< kGlu
   std::array<int64_t, 4> ne = {1, 1, 1, 1};  ///< kReshape target shape
+  int32_t hadamard_n = 0;                    ///< kHadamard block width
 };
 
 /// Element type and shape of a tensor; unused trailing dimensions are 1.

@@ -198,6 +198,31 @@ Status unary(OpKind kind, std::span<const float> x, float scale, std::span<float
   return {};
 }
 
+Status hadamard(std::span<const float> x, int32_t n, std::span<float> y) {
+  GENIEX_TRY(check_size("hadamard", "y", y.size(), static_cast<int64_t>(x.size())));
+  if (n < 1 || (n & (n - 1)) != 0 || x.size() % static_cast<size_t>(n) != 0) {
+    return invalid_argument("hadamard: n = " + std::to_string(n) +
+                            " is not a power of two dividing " + std::to_string(x.size()));
+  }
+  const auto w = static_cast<size_t>(n);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(n));
+  std::vector<double> b(w);
+  for (size_t r = 0; r < x.size(); r += w) {
+    for (size_t j = 0; j < w; ++j) b[j] = x[r + j];
+    for (size_t len = 1; len < w; len <<= 1) {
+      for (size_t i = 0; i < w; i += 2 * len) {
+        for (size_t j = i; j < i + len; ++j) {
+          const double u = b[j], v = b[j + len];
+          b[j] = u + v;
+          b[j + len] = u - v;
+        }
+      }
+    }
+    for (size_t j = 0; j < w; ++j) y[r + j] = static_cast<float>(b[j] * scale);
+  }
+  return {};
+}
+
 Status glu(GluActivation act, std::span<const float> gate, std::span<const float> up,
            std::span<float> y) {
   GENIEX_TRY(check_size("glu", "up", up.size(), static_cast<int64_t>(gate.size())));

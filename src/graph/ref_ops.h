@@ -122,6 +122,11 @@ float silu(float x);
 /// Elementwise y = f(x) for kGelu, kSilu, kScale (x * scale) and kSoftcap (scale*tanh(x/scale)).
 Status unary(OpKind kind, std::span<const float> x, float scale, std::span<float> y);
 
+/// kHadamard: each run of `n` elements of x (n a power of two dividing x.size()) becomes
+/// H_n x / sqrt(n), the fast Walsh-Hadamard transform in Sylvester (natural) order, in double,
+/// rounded once to float.
+Status hadamard(std::span<const float> x, int32_t n, std::span<float> y);
+
 /// y = act(gate) * up, elementwise.
 Status glu(GluActivation act, std::span<const float> gate, std::span<const float> up,
            std::span<float> y);

@@ -195,5 +195,41 @@ TEST(RefOps, RopeRejectsBadSizes) {
   EXPECT_FALSE(ref::rope(x, 8, 1, 1, pos, p, ff, y).ok());
 }
 
+// kHadamard against the matrix llama.cpp builds (ggml_gen_hadamard: H_1 = 1 / sqrt(n), each
+// doubling [[H, H], [H, -H]]): y = H x per block, and H is its own inverse.
+TEST(RefOps, HadamardIsTheSylvesterMatrixAndItsOwnInverse) {
+  for (int32_t n : {2, 8, 64, 256}) {
+    const auto w = static_cast<size_t>(n);
+    std::vector<double> h(w * w);
+    h[0] = 1.0 / std::sqrt(static_cast<double>(n));
+    for (size_t s = 1; s < w; s *= 2) {
+      for (size_t i = 0; i < s; ++i) {
+        for (size_t j = 0; j < s; ++j) {
+          const double v = h[i * w + j];
+          h[(i + s) * w + j] = v;
+          h[i * w + j + s] = v;
+          h[(i + s) * w + j + s] = -v;
+        }
+      }
+    }
+    const auto x = random_vec(3 * w, 40 + static_cast<uint32_t>(n));
+    std::vector<float> y(x.size()), back(x.size());
+    ASSERT_TRUE(ref::hadamard(x, n, y).ok());
+    for (size_t b = 0; b < 3; ++b) {
+      for (size_t i = 0; i < w; ++i) {
+        double want = 0.0;
+        for (size_t j = 0; j < w; ++j) want += h[i * w + j] * x[b * w + j];
+        ASSERT_NEAR(y[b * w + i], want, 1e-5) << "n " << n << " block " << b << " row " << i;
+      }
+    }
+    ASSERT_TRUE(ref::hadamard(y, n, back).ok());
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(back[i], x[i], 1e-5) << "n " << n;
+  }
+  std::vector<float> x(12), y(12);
+  EXPECT_FALSE(ref::hadamard(x, 3, y).ok());                             // not a power of two
+  EXPECT_FALSE(ref::hadamard(x, 8, y).ok());                             // does not divide 12
+  EXPECT_FALSE(ref::hadamard(x, 4, std::span<float>(y).first(8)).ok());  // y too small
+}
+
 }  // namespace
 }  // namespace geniex::graph

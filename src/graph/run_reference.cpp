@@ -225,6 +225,10 @@ Status run_op(const Graph& g, Values& v, NodeId id) {
       }
       return {};
     }
+    case OpKind::kHadamard: {
+      GENIEX_ASSIGN_OR_RETURN(auto x, f32_of(g, v, in[0]));
+      return ref::hadamard(x, p.hadamard_n, out);
+    }
     case OpKind::kCacheWrite: break;  // handled above
   }
   return internal_error("run_reference: unknown op kind");

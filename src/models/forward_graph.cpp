@@ -48,6 +48,14 @@ class Builder {
     return op(OpKind::kRmsNorm, {x, weight(w)}, p);
   }
 
+  // Walsh-Hadamard blocks of n over x (n = 0: x itself).
+  Result<NodeId> hadamard(NodeId x, int32_t n) {
+    if (n == 0) return x;
+    OpParams p;
+    p.hadamard_n = n;
+    return op(OpKind::kHadamard, {x}, p);
+  }
+
   Result<NodeId> reshape(NodeId x, int64_t ne0, int64_t ne1, int64_t ne2 = 1) {
     OpParams p;
     p.ne = {ne0, ne1, ne2, 1};
@@ -103,7 +111,11 @@ Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& 
   ap.attn.sliding_window = cfg.layer_is_sliding(il) ? static_cast<int32_t>(cfg.sliding_window) : 0;
   ap.attn.softcap = cfg.attn_logit_softcap;
   std::vector<NodeId> attn_in = {q, k, v, pos, pos};
+  const KvRotation rot = fg.kv_rotation;
   if (!fg.k_cache.empty()) {  // write this batch into the cache, attend over the cache
+    GENIEX_ASSIGN_OR_RETURN(q, b.hadamard(q, rot.k));
+    GENIEX_ASSIGN_OR_RETURN(k, b.hadamard(k, rot.k));
+    GENIEX_ASSIGN_OR_RETURN(v, b.hadamard(v, rot.v));
     GENIEX_ASSIGN_OR_RETURN(k, b.op(OpKind::kCacheWrite, {fg.k_cache[il], k, fg.kv_slots[il]}));
     fg.cache_write.push_back(k);
     GENIEX_ASSIGN_OR_RETURN(v, b.op(OpKind::kCacheWrite, {fg.v_cache[il], v, fg.kv_slots[il]}));
@@ -111,6 +123,9 @@ Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& 
     if (!fg.kv_seg.empty()) attn_in.push_back(fg.kv_seg[il]);
   }
   GENIEX_ASSIGN_OR_RETURN(NodeId a, b.op(OpKind::kAttention, attn_in, ap));
+  if (!fg.k_cache.empty()) {
+    GENIEX_ASSIGN_OR_RETURN(a, b.hadamard(a, rot.v));
+  }
   GENIEX_ASSIGN_OR_RETURN(a, b.reshape(a, dv * n_head, T));
   return b.linear(a, lw.attn_output, lw.attn_output_b);
 }
@@ -127,6 +142,18 @@ Result<NodeId> ffn_block(Builder& b, const ModelConfig& cfg, const LayerWeights&
 }
 
 }  // namespace
+
+KvRotation kv_rotation(const ModelConfig& cfg, GgmlType kv_type) {
+  if (kv_type != GgmlType::kQ8_0 && kv_type != GgmlType::kQ4_0) return {};
+  const int64_t dk = cfg.head_dim_k, dv = cfg.head_dim_v;
+  KvRotation r;
+  if (dk > 0 && dk % 64 == 0) {
+    r.k = 64;
+    while (dk % (2 * r.k) == 0 && 2 * r.k <= graph::kMaxHadamardN) r.k *= 2;
+  }
+  if (dv > 0 && dv % 64 == 0) r.v = 64;
+  return r;
+}
 
 Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeights& w,
                                          int32_t n_tokens) {
@@ -157,6 +184,7 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
   fg.token_ids = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "token_ids");
   fg.positions = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "positions");
   if (!spec.kv_list.empty()) {
+    fg.kv_rotation = spec.kv_rotation.value_or(kv_rotation(cfg, spec.kv_type));
     if (spec.kv_list.size() != cfg.n_layer || spec.kv_state_rows.size() != cfg.n_layer) {
       return invalid_argument("build_forward_graph: the KV lists need one entry per layer (" +
                               std::to_string(cfg.n_layer) + ")");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -21,6 +22,19 @@ struct WeightBinding {
   const gguf::TensorInfo* tensor = nullptr;
 };
 
+/// llama.cpp's rotation around a quantized KV cache (llama-kv-cache.cpp, attn_rot_k and
+/// attn_rot_v): with a Q8_0 / Q4_0 cache, Q and K are rotated after RoPE by Walsh-Hadamard blocks
+/// of `k` elements (the largest power of two dividing head_dim_k), V by blocks of `v` = 64 before
+/// it is cached, and the attention output back by the same (H is its own inverse). Q.K and the
+/// weighted sum of V are unchanged in exact arithmetic; the rotation spreads outliers across a
+/// head before the 8- and 4-bit rounding. Only for head sizes that are multiples of 64; 0: none.
+struct KvRotation {
+  int32_t k = 0;
+  int32_t v = 0;
+  [[nodiscard]] bool any() const { return k != 0 || v != 0; }
+};
+KvRotation kv_rotation(const ModelConfig& config, GgmlType kv_type);
+
 /// What one forward step computes.
 struct ForwardSpec {
   int32_t n_tokens = 1;  ///< new tokens in this step
@@ -31,6 +45,8 @@ struct ForwardSpec {
   std::vector<int32_t> kv_list;
   std::vector<int64_t> kv_state_rows;  ///< per layer (with kv_list)
   GgmlType kv_type = GgmlType::kF16;
+  /// The rotation around the cache; unset: kv_rotation(config, kv_type), llama.cpp's rule.
+  std::optional<KvRotation> kv_rotation;
   /// With kv_list: the batch holds several sequences; per layer, input `kv_seg` [2, n_tokens]
   /// gives each token the [begin, end) range of the attended list that belongs to its sequence.
   bool segments = false;
@@ -52,6 +68,7 @@ struct ForwardGraph {
   std::vector<graph::NodeId> kv_slots, kv_rows, kv_pos, kv_seg;
   std::vector<graph::NodeId> k_cache, v_cache;
   std::vector<graph::NodeId> cache_write;
+  KvRotation kv_rotation;  ///< the rotation around the cache (kv_rotation(config, kv_type))
   int32_t n_tokens = 0;
   int32_t n_outputs = 0;  ///< rows of `logits`
   uint32_t n_vocab = 0;

@@ -183,6 +183,99 @@ TEST(ForwardGraph, RejectsBadInputs) {
   EXPECT_EQ(run_forward_reference(*file, neg).status().code(), StatusCode::kInvalidArgument);
 }
 
+// llama.cpp's rule for the rotation around a quantized cache: K by the largest power of two
+// dividing the head (at least 64), V by 64, only for quantized caches and heads of 64k elements.
+TEST(ForwardGraph, KvRotationFollowsLlamaCppRule) {
+  ModelConfig c;
+  auto rot = [&](uint32_t dk, uint32_t dv, GgmlType t) {
+    c.head_dim_k = dk;
+    c.head_dim_v = dv;
+    const KvRotation r = kv_rotation(c, t);
+    return std::pair<int32_t, int32_t>{r.k, r.v};
+  };
+  using P = std::pair<int32_t, int32_t>;
+  EXPECT_EQ(rot(256, 256, GgmlType::kQ4_0), (P{256, 64}));  // Gemma 3
+  EXPECT_EQ(rot(128, 128, GgmlType::kQ8_0), (P{128, 64}));  // Llama 3, Qwen
+  EXPECT_EQ(rot(64, 64, GgmlType::kQ8_0), (P{64, 64}));
+  EXPECT_EQ(rot(192, 128, GgmlType::kQ4_0), (P{64, 64}));  // 192 = 3 * 64
+  EXPECT_EQ(rot(80, 80, GgmlType::kQ8_0), (P{0, 0}));      // not a multiple of 64
+  EXPECT_EQ(rot(256, 256, GgmlType::kF16), (P{0, 0}));     // unquantized caches: none
+  EXPECT_EQ(rot(256, 256, GgmlType::kF32), (P{0, 0}));
+}
+
+// The rotation changes nothing in exact arithmetic: Q and K rotated alike keep Q.K, V rotated
+// before the cache and the output rotated back keep the weighted sum. Through a whole model with
+// F32 caches (so only float rounding differs), the logits agree to ~1e-5; and the graph really
+// rotates (Hadamard nodes: q, k, v and the output per layer).
+TEST(ForwardGraph, KvRotationKeepsTheLogits) {
+  auto file = gguf::GgufFile::open(tiny_path("llama", "f32"));
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  auto cfg = load_config(*file);
+  ASSERT_TRUE(cfg.ok());
+  auto w = bind_weights(*file, *cfg);
+  ASSERT_TRUE(w.ok());
+  const int32_t T = 7;
+  auto run = [&](std::optional<KvRotation> rot, size_t* n_hadamard) {
+    ForwardSpec spec;
+    spec.n_tokens = T;
+    spec.kv_type = GgmlType::kF32;
+    spec.kv_rotation = rot;
+    spec.kv_list.assign(cfg->n_layer, T);
+    spec.kv_state_rows.assign(cfg->n_layer, T);
+    auto fg = build_forward_graph(*cfg, *w, spec);
+    EXPECT_TRUE(fg.ok()) << fg.status().to_string();
+    *n_hadamard = 0;
+    for (graph::NodeId id = 0; id < fg->graph.size(); ++id) {
+      const auto& n = fg->graph.node(id);
+      if (n.role == graph::NodeRole::kOp && n.op == graph::OpKind::kHadamard) ++*n_hadamard;
+    }
+    std::vector<int32_t> ids(T), pos(T);
+    for (int32_t i = 0; i < T; ++i) {
+      ids[static_cast<size_t>(i)] = (i * 37 + 5) % kVocab;
+      pos[static_cast<size_t>(i)] = i;
+    }
+    graph::Bindings b;
+    b.bind_input(fg->token_ids, std::span<const int32_t>(ids));
+    b.bind_input(fg->positions, std::span<const int32_t>(pos));
+    std::vector<std::vector<uint8_t>> states;
+    for (uint32_t il = 0; il < cfg->n_layer; ++il) {
+      for (graph::NodeId id : {fg->kv_slots[il], fg->kv_rows[il], fg->kv_pos[il]}) {
+        b.bind_input(id, std::span<const int32_t>(pos));
+      }
+      for (graph::NodeId st : {fg->k_cache[il], fg->v_cache[il]}) {
+        states.emplace_back(static_cast<size_t>(fg->graph.node(st).desc.nelements()) * 4);
+        b.bind_state(st, GgmlType::kF32, states.back());
+      }
+    }
+    bind_forward_weights(*fg, b);
+    std::vector<float> logits(static_cast<size_t>(T) * cfg->n_vocab);
+    b.bind_output(fg->logits, std::span<float>(logits));
+    const Status s = graph::run_reference(fg->graph, b);
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return logits;
+  };
+  size_t plain_nodes = 0, rotated_nodes = 0;
+  const auto plain = run(std::nullopt, &plain_nodes);  // F32 cache: no rotation by the rule
+  const int32_t dk = static_cast<int32_t>(cfg->head_dim_k);
+  const auto rotated = run(KvRotation{dk, dk / 2}, &rotated_nodes);
+  EXPECT_EQ(plain_nodes, 0u);
+  EXPECT_EQ(rotated_nodes, 4u * cfg->n_layer);
+  double worst = 0.0, scale = 0.0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(plain[i]) - rotated[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(plain[i])));
+  }
+  EXPECT_LT(worst, 1e-5 * scale) << "max |diff| " << worst << " of max |logit| " << scale;
+  EXPECT_GT(scale, 0.0);
+  // A rotation that does not divide the head is a clear error, not a wrong graph.
+  ForwardSpec bad;
+  bad.n_tokens = 1;
+  bad.kv_list.assign(cfg->n_layer, 1);
+  bad.kv_state_rows.assign(cfg->n_layer, 1);
+  bad.kv_rotation = KvRotation{dk * 2, 0};
+  EXPECT_EQ(build_forward_graph(*cfg, *w, bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ForwardNpy, ParsesHeaderAndRejectsOtherTypes) {
   auto make = [](const std::string& dict, size_t n_floats) {
     std::string header = dict;

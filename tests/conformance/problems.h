@@ -61,6 +61,7 @@ ProblemList glu_problems(const Target& target);
 ProblemList binary_problems(OpKind kind, GgmlType t, const Target& target);
 ProblemList reshape_problems(GgmlType t, const Target& target);
 ProblemList get_rows_problems(const Target& target);
+ProblemList hadamard_problems(const Target& target);
 ProblemList attention_problems(GgmlType t, const Target& target);
 ProblemList cache_write_problems(GgmlType t, const Target& target);
 ProblemList decoder_block_problems(GgmlType cache_type, const Target& target);

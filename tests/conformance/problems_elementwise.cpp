@@ -171,4 +171,33 @@ ProblemList get_rows_problems(const Target& tg) {
   return out;
 }
 
+ProblemList hadamard_problems(const Target& tg) {
+  ProblemList out;
+  struct Case {
+    std::array<int64_t, 4> ne;
+    int32_t n;
+  };
+  std::vector<Case> cases;
+  if (tg.is_static()) {
+    for (int64_t t : tg.tokens({})) cases.push_back({{64, 2, t, 1}, 64});
+  } else {
+    // Gemma's K (256-wide heads, 4 heads, a prefill spanning several parallel tasks), Llama's V
+    // (64-wide blocks of 128-wide heads), one decode row and the smallest block.
+    cases = {
+        {{256, 4, 37, 1}, 256}, {{128, 8, 5, 1}, 64}, {{512, 1, 1, 1}, 128}, {{6, 3, 1, 1}, 2}};
+  }
+  for (const auto& c : cases) {
+    auto p = std::make_unique<Problem>();
+    p->name = "n " + std::to_string(c.n) + " over " + ne_str(c.ne);
+    p->seed = 83;
+    if (tg.is_static()) p->tokens(c.ne[2]);
+    const NodeId x = p->input(c.ne, 3.0f);
+    OpParams prm;
+    prm.hadamard_n = c.n;
+    p->out = p->op(OpKind::kHadamard, {x}, prm);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 }  // namespace geniex::conformance

@@ -233,6 +233,7 @@ Status CpuBackend::prepare_weights(const graph::Graph& g) {
       case OpKind::kScale:
       case OpKind::kSoftcap:
       case OpKind::kReshape:
+      case OpKind::kHadamard:
       case OpKind::kGetRows: s = prepare_f32_weights(g, id, kFirst); break;
     }
     if (!s.ok()) {
@@ -477,6 +478,11 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
                          cspan(bb, desc(1).nelements()), desc(1).ne, ospan());
     }
     case OpKind::kReshape: return {};  // an alias: nothing to compute
+    case OpKind::kHadamard: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      cpu::hadamard(*pool_, x, p.hadamard_n, count, out);
+      return {};
+    }
     case OpKind::kGetRows: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
       const auto idx = ispan(1);

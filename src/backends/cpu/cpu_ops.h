@@ -149,6 +149,12 @@ void silu_rows(const float* x, const float* up, float* y, int64_t n);
 /// detect_isa()'s (tests and benchmarks).
 void silu_rows_isa(::geniex::cpu::Isa isa, const float* x, const float* up, float* y, int64_t n);
 
+/// One Walsh-Hadamard block of n floats (n a power of two): y = H_n x / sqrt(n) in ggml's
+/// float operation order (op_hadamard.cpp); y may alias x.
+void hadamard_block(const float* x, int64_t n, float* y);
+/// hadamard_block() over the count / n blocks of x, split over the pool.
+void hadamard(ThreadPool& pool, const float* x, int64_t n, int64_t count, float* y);
+
 /// A K or V operand of attention: rows of `head_dim` per (state row, kv head) stored as F32, F16,
 /// Q8_0 or Q4_0 (block types: each head's row is whole blocks).
 struct KvView {

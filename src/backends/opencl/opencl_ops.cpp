@@ -206,6 +206,14 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
       const cl_int mul = n.op == OpKind::kMul ? 1 : 0;
       return launch("binary_f32", flat, wg, a, b, y, mul, a_ne, b_ne, n_elems);
     }
+    case OpKind::kHadamard: {
+      GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));
+      const auto blocks = static_cast<cl_ulong>(count / sz(p.hadamard_n));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(p.hadamard_n));
+      const std::array<size_t, 3> per_block{(sz(blocks) + wg_ - 1) / wg_ * wg_, 1, 1};
+      return launch("hadamard_f32", per_block, wg, x, y, cl_int{p.hadamard_n}, cl_float{scale},
+                    blocks);
+    }
     case OpKind::kGetRows: {
       GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));
       const auto idx = host_i32(in[1]);

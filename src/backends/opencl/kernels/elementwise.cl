@@ -89,3 +89,26 @@ kernel void cache_write(global const float* src, global uchar* state, global con
     ((global float*)state)[at] = v;
   }
 }
+
+// Walsh-Hadamard rotation of n-element blocks (n a power of two), one work-item per block, in
+// the CPU backend's (and ggml's) float order: scale by 1 / sqrt(n), then the butterfly passes
+// (u + v, u - v) with the pair distance doubling. Each product and sum is its own statement, so
+// nothing is contracted into an fma and the bits equal the CPU's.
+kernel void hadamard_f32(global const float* x, global float* y, int n, float scale,
+                         ulong blocks) {
+  const size_t b = get_global_id(0);
+  if (b >= blocks) return;
+  global const float* xb = x + b * (size_t)n;
+  global float* yb = y + b * (size_t)n;
+  for (int j = 0; j < n; ++j) yb[j] = xb[j] * scale;
+  for (int len = 1; len < n; len <<= 1) {
+    for (int i = 0; i < n; i += 2 * len) {
+      for (int j = i; j < i + len; ++j) {
+        const float u = yb[j];
+        const float v = yb[j + len];
+        yb[j] = u + v;
+        yb[j + len] = u - v;
+      }
+    }
+  }
+}
