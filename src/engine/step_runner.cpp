@@ -2,6 +2,7 @@
 #include "engine/step_runner.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace geniex::engine {
@@ -22,6 +23,10 @@ struct StepRunner::Step {
   graph::Bindings b;
   std::vector<int32_t> tokens, pos, out_rows;
   std::vector<std::vector<int32_t>> slots, rows, kpos, seg;  // per layer
+  // Short-conv layers (lfm2): each token's state slot (its item), and per layer the items'
+  // states gathered before the run and the advanced states, scattered back after a success.
+  std::vector<int32_t> conv_seq;
+  std::vector<std::vector<float>> conv_in, conv_out;  // per layer (empty on attention layers)
   std::vector<float> logits;
   std::span<const StepItem> items;  // of the run in progress (read by hooks)
   runtime::KvLayerView view;
@@ -37,12 +42,19 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
                                                int32_t n_out) {
   const auto n_layer = static_cast<int>(config_.n_layer);
   const bool segments = items.size() > 1;
+  const bool conv = config_.has_recurrent_state();
+  const auto n_items = static_cast<int32_t>(items.size());
+  // The first three entries, then one per layer (read below as key[3 + il]), then the state
+  // slots of a model with conv layers.
   std::vector<int32_t> key = {n_tokens, n_out, segments ? 1 : 0};
   for (int il = 0; il < n_layer; ++il) {
     int32_t n = 0;
-    for (const auto& it : items) n += kv_.layer_view_size(it.seq, il);
+    if (!config_.layer_is_conv(static_cast<uint32_t>(il))) {
+      for (const auto& it : items) n += kv_.layer_view_size(it.seq, il);
+    }
     key.push_back(bucket(n));
   }
+  if (conv) key.push_back(n_items);
   for (auto& st : steps_) {
     if (st->key == key) {
       st->last_use = ++clock_;
@@ -54,9 +66,11 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
   spec.n_outputs = n_out;
   spec.kv_type = kv_.spec().type;
   spec.segments = segments;
+  spec.conv_slots = n_items;
   for (int il = 0; il < n_layer; ++il) {
+    const bool conv_layer = config_.layer_is_conv(static_cast<uint32_t>(il));
     spec.kv_list.push_back(key[sz(3 + il)]);
-    spec.kv_state_rows.push_back(kv_.store(il).n_rows());
+    spec.kv_state_rows.push_back(conv_layer ? 0 : kv_.store(il).n_rows());
   }
   GENIEX_ASSIGN_OR_RETURN(auto fg, models::build_forward_graph(config_, weights_, spec));
   auto st = std::make_unique<Step>();
@@ -70,14 +84,28 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
   st->rows.resize(sz(n_layer));
   st->kpos.resize(sz(n_layer));
   st->seg.resize(sz(n_layer));
+  st->conv_in.resize(sz(n_layer));
+  st->conv_out.resize(sz(n_layer));
   graph::Bindings& b = st->b;
   const models::ForwardGraph& g = st->fg;
   b.bind_input(g.token_ids, std::span<const int32_t>(st->tokens));
   b.bind_input(g.positions, std::span<const int32_t>(st->pos));
   b.bind_input(g.output_rows, std::span<const int32_t>(st->out_rows));
   models::bind_forward_weights(g, b);
+  if (conv) {
+    st->conv_seq.resize(sz(n_tokens));
+    b.bind_input(g.conv_seq, std::span<const int32_t>(st->conv_seq));
+  }
   for (int il = 0; il < n_layer; ++il) {
     const auto l = sz(il);
+    if (config_.layer_is_conv(static_cast<uint32_t>(il))) {
+      const auto n = sz(config_.layer_state_bytes(static_cast<uint32_t>(il)) / 4 * n_items);
+      st->conv_in[l].resize(n);
+      st->conv_out[l].resize(n);
+      b.bind_input(g.conv_state[l], std::span<const float>(st->conv_in[l]));
+      b.bind_output(g.conv_state_out[l], std::span<float>(st->conv_out[l]));
+      continue;
+    }
     st->slots[l].resize(sz(n_tokens));
     st->rows[l].resize(sz(spec.kv_list[l]));
     st->kpos[l].resize(sz(spec.kv_list[l]));
@@ -146,6 +174,36 @@ Status StepRunner::fill_layer(Step& st, std::span<const StepItem> items, int il)
   return {};
 }
 
+void StepRunner::gather_conv_states(Step& st, std::span<const StepItem> items) {
+  if (st.conv_seq.empty()) return;
+  size_t t = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::fill_n(st.conv_seq.begin() + static_cast<long>(t), items[i].tokens.size(),
+                static_cast<int32_t>(i));
+    t += items[i].tokens.size();
+  }
+  std::fill(st.conv_seq.begin() + static_cast<long>(t), st.conv_seq.end(), -1);  // padding
+  for (size_t l = 0; l < st.conv_in.size(); ++l) {
+    if (st.conv_in[l].empty()) continue;
+    const size_t per = st.conv_in[l].size() / items.size();
+    for (size_t i = 0; i < items.size(); ++i) {
+      const auto src = kv_.layer_state(items[i].seq, static_cast<int>(l));
+      std::memcpy(st.conv_in[l].data() + i * per, src.data(), per * sizeof(float));
+    }
+  }
+}
+
+void StepRunner::scatter_conv_states(Step& st, std::span<const StepItem> items) {
+  for (size_t l = 0; l < st.conv_out.size(); ++l) {
+    if (st.conv_out[l].empty()) continue;
+    const size_t per = st.conv_out[l].size() / items.size();
+    for (size_t i = 0; i < items.size(); ++i) {
+      const auto dst = kv_.layer_state(items[i].seq, static_cast<int>(l));
+      std::memcpy(dst.data(), st.conv_out[l].data() + i * per, per * sizeof(float));
+    }
+  }
+}
+
 int32_t StepRunner::padded_tokens(int32_t n) const {
   for (int32_t c : static_batches_) {
     if (c >= n) return c;
@@ -194,13 +252,17 @@ Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) 
   }
   if (!kv_.spills()) {
     for (int il = 0; il < static_cast<int>(config_.n_layer); ++il) {
+      if (config_.layer_is_conv(static_cast<uint32_t>(il))) continue;
       Status s = fill_layer(st, items, il);
       if (!s.ok()) return rollback(s);
     }
   }
+  gather_conv_states(st, items);
   Status s = scheduler_.run(st.fg.graph, st.b);
   st.items = {};
   if (!s.ok()) return rollback(s);
+  // Only a step that ran advances the conv states (a failed one leaves them, like the KV).
+  scatter_conv_states(st, items);
   for (const auto& it : items) kv_.end_step(it.seq, true);
   return std::span<const float>(st.logits);
 }

@@ -7,6 +7,8 @@
 // graph, its placement and its memory plan serve many consecutive decode steps.
 // With a KV budget that spills, each layer's view is taken by a hook right before the layer's
 // first CacheWrite, so only that layer's frames must be resident while it runs.
+// Short-conv layers (lfm2) carry no KV: each sequence's conv state (KvManager::layer_state) is
+// copied into the step's graph input and the advanced state copied back once the step succeeded.
 #pragma once
 
 #include <cstdint>
@@ -55,6 +57,10 @@ class StepRunner {
   struct Step;
   Result<Step*> step_for(std::span<const StepItem> items, int32_t n_tokens, int32_t n_out);
   Status fill_layer(Step& st, std::span<const StepItem> items, int il);
+  /// Short-conv layers: copies each item's state into the step's input (item i = slot i) and
+  /// sets each token's slot; scatter writes the advanced states back to the sequences.
+  void gather_conv_states(Step& st, std::span<const StepItem> items);
+  void scatter_conv_states(Step& st, std::span<const StepItem> items);
 
   const models::ModelConfig& config_;
   const models::ModelWeights& weights_;

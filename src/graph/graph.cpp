@@ -277,6 +277,37 @@ Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& in, c
       }
       return in[0];
     }
+    case OpKind::kShortConv:
+    case OpKind::kShortConvState: {
+      const bool conv = kind == OpKind::kShortConv;
+      GENIEX_TRY(expect_inputs(kind, in, conv ? 2 : 3, conv ? 4 : 3));
+      if (conv && in.size() == 3) return bad(kind, in, "state and seq come together");
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "u"));
+      const TensorDesc& u = in[0];
+      if (u.ne[2] != 1 || u.ne[3] != 1) return bad(kind, in, "u must be 2-D [E, T]");
+      if (in.size() == 3 || in.size() == 4) {
+        const size_t si = conv ? 2 : 1;
+        GENIEX_TRY(expect_type(kind, in, si, kF32, "state"));
+        GENIEX_TRY(expect_type(kind, in, si + 1, kI32, "seq"));
+        const TensorDesc& st = in[si];
+        if (st.ne[0] != u.ne[0] || st.ne[3] != 1) {
+          return bad(kind, in, "state must be [E, L-1, S] with u's E");
+        }
+        if (!is_vector(in[si + 1]) || in[si + 1].ne[0] != u.ne[1]) {
+          return bad(kind, in, "seq must be [T]");
+        }
+        if (!conv) return st;
+      }
+      GENIEX_TRY(expect_type(kind, in, 1, kF32, "w"));
+      const TensorDesc& w = in[1];
+      if (w.ne[1] != u.ne[0] || w.ne[2] != 1 || w.ne[3] != 1 || w.ne[0] < 2) {
+        return bad(kind, in, "w must be [L, E] with L >= 2 and u's E");
+      }
+      if (in.size() == 4 && in[2].ne[1] != w.ne[0] - 1) {
+        return bad(kind, in, "state must hold L-1 columns");
+      }
+      return u;
+    }
   }
   return internal_error("infer_shape: unknown op kind");
 }

@@ -76,6 +76,29 @@ TEST(GraphShape, HadamardNeedsAPowerOfTwoDividingTheRow) {
   EXPECT_FALSE(g.add_op(OpKind::kHadamard, {i}, p).ok());
 }
 
+TEST(GraphShape, ShortConvShapes) {
+  Graph g;
+  NodeId u = g.add_input(make_desc(kF32, 64, 7), "u");
+  NodeId w = g.add_weight(make_desc(kF32, 3, 64), "w");
+  NodeId st = g.add_input(make_desc(kF32, 64, 2, 3), "state");
+  NodeId seq = g.add_input(make_desc(GgmlType::kI32, 7), "seq");
+  auto fresh = g.add_op(OpKind::kShortConv, {u, w});
+  ASSERT_TRUE(fresh.ok()) << fresh.status().to_string();
+  EXPECT_EQ(g.node(*fresh).desc, make_desc(kF32, 64, 7));
+  auto conv = g.add_op(OpKind::kShortConv, {u, w, st, seq});
+  ASSERT_TRUE(conv.ok()) << conv.status().to_string();
+  auto next = g.add_op(OpKind::kShortConvState, {u, st, seq});
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(g.node(*next).desc, make_desc(kF32, 64, 2, 3));
+  NodeId st4 = g.add_input(make_desc(kF32, 64, 3, 3), "state4");       // L-1 = 3 != 2
+  NodeId w_bad = g.add_weight(make_desc(kF32, 3, 32), "w_bad");        // E mismatch
+  NodeId seq_bad = g.add_input(make_desc(GgmlType::kI32, 6), "seq6");  // T mismatch
+  EXPECT_FALSE(g.add_op(OpKind::kShortConv, {u, w, st4, seq}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kShortConv, {u, w_bad}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kShortConv, {u, w, st}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kShortConvState, {u, st, seq_bad}).ok());
+}
+
 TEST(GraphShape, InputsMustBeF32OrI32) {
   Graph g;
   NodeId x = g.add_input(make_desc(GgmlType::kF16, 8), "x");

@@ -21,6 +21,8 @@ std::string_view op_name(OpKind kind) {
     case OpKind::kGetRows: return "GetRows";
     case OpKind::kCacheWrite: return "CacheWrite";
     case OpKind::kHadamard: return "Hadamard";
+    case OpKind::kShortConv: return "ShortConv";
+    case OpKind::kShortConvState: return "ShortConvState";
   }
   return "Unknown";
 }

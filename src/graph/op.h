@@ -38,10 +38,17 @@ enum class OpKind : uint8_t {
                 ///<   ne[0]) becomes H_n x / sqrt(n), H_n the Sylvester Walsh-Hadamard matrix
                 ///<   (orthonormal and its own inverse): llama.cpp's rotation of Q/K/V around a
                 ///<   quantized KV cache
+  kShortConv,   ///< {u [E, T], w [L, E] (, state [E, L-1, S], seq [T] I32)} -> [E, T]: causal
+                ///<   depthwise conv, out[c, t] = sum_j w[j, c] * h[c, t - (L-1) + j] (LFM2).
+                ///<   The history h of token t: its slot's state columns (oldest first), then
+                ///<   the earlier tokens of the batch in the same slot seq[t] (seq[t] < 0:
+                ///<   padding, output 0). Without state / seq: one fresh sequence (zeros)
+  kShortConvState,  ///< {u [E, T], state [E, L-1, S], seq [T] I32} -> [E, L-1, S]: each slot's
+                    ///<   state advanced by its tokens (the last L-1 columns of state ++ u)
 };
 
 /// The last kind, for loops over every kind.
-inline constexpr OpKind kLastOpKind = OpKind::kHadamard;
+inline constexpr OpKind kLastOpKind = OpKind::kShortConvState;
 /// Largest kHadamard block width (a head is at most a few hundred elements).
 inline constexpr int32_t kMaxHadamardN = 4096;
 

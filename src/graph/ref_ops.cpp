@@ -1,5 +1,6 @@
 #include "graph/ref_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -193,6 +194,59 @@ Status unary(OpKind kind, std::span<const float> x, float scale, std::span<float
                                   std::tanh(static_cast<double>(x[i]) / scale));
         break;
       default: return invalid_argument("unary: " + std::string(op_name(kind)) + " is not unary");
+    }
+  }
+  return {};
+}
+
+Status short_conv(std::span<const float> u, int64_t n_embd, int64_t n_tokens,
+                  std::span<const float> w, int64_t n_taps, std::span<const float> state,
+                  std::span<const int32_t> seq, std::span<float> conv, std::span<float> new_state) {
+  const int64_t E = n_embd, T = n_tokens, L = n_taps, H = n_taps - 1;  // H: state columns
+  GENIEX_TRY(check_size("short_conv", "u", u.size(), E * T));
+  GENIEX_TRY(check_size("short_conv", "w", w.size(), E * L));
+  if (!conv.empty()) GENIEX_TRY(check_size("short_conv", "conv", conv.size(), E * T));
+  const bool fresh = state.empty();
+  const int64_t S = fresh ? 1 : static_cast<int64_t>(state.size()) / std::max<int64_t>(1, E * H);
+  if (!fresh) {
+    GENIEX_TRY(check_size("short_conv", "state", state.size(), E * H * S));
+    GENIEX_TRY(check_size("short_conv", "seq", seq.size(), T));
+  }
+  if (!new_state.empty())
+    GENIEX_TRY(check_size("short_conv", "new_state", new_state.size(), E * H * S));
+  // Each slot's tokens in batch order.
+  std::vector<std::vector<int64_t>> tokens(static_cast<size_t>(S));
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t s = fresh ? 0 : seq[static_cast<size_t>(t)];
+    if (s < 0) continue;
+    if (s >= S) {
+      return out_of_range("short_conv: slot " + std::to_string(s) + " outside [0, " +
+                          std::to_string(S) + ")");
+    }
+    tokens[static_cast<size_t>(s)].push_back(t);
+  }
+  if (!conv.empty()) std::fill(conv.begin(), conv.end(), 0.0f);
+  for (int64_t s = 0; s < S; ++s) {
+    const auto& list = tokens[static_cast<size_t>(s)];
+    const auto n = static_cast<int64_t>(list.size());
+    // Element c of column i of state ++ u (this slot's tokens).
+    auto hist = [&](int64_t c, int64_t i) -> double {
+      if (i < H) return fresh ? 0.0 : state[static_cast<size_t>((s * H + i) * E + c)];
+      return u[static_cast<size_t>(list[static_cast<size_t>(i - H)] * E + c)];
+    };
+    for (int64_t c = 0; c < E; ++c) {
+      if (!conv.empty()) {
+        for (int64_t i = 0; i < n; ++i) {
+          double acc = 0.0;
+          for (int64_t j = 0; j < L; ++j) acc += w[static_cast<size_t>(c * L + j)] * hist(c, i + j);
+          conv[static_cast<size_t>(list[static_cast<size_t>(i)] * E + c)] = static_cast<float>(acc);
+        }
+      }
+      if (!new_state.empty()) {
+        for (int64_t k = 0; k < H; ++k) {
+          new_state[static_cast<size_t>((s * H + k) * E + c)] = static_cast<float>(hist(c, n + k));
+        }
+      }
     }
   }
   return {};

@@ -127,6 +127,16 @@ Status unary(OpKind kind, std::span<const float> x, float scale, std::span<float
 /// rounded once to float.
 Status hadamard(std::span<const float> x, int32_t n, std::span<float> y);
 
+/// kShortConv and kShortConvState (LFM2's causal depthwise conv), in double, rounded once:
+/// u [E, T], w [L, E] (element c * L + j is tap j of channel c; tap L-1 meets the current
+/// token), state [E, L-1, S] and seq [T] (slot of each token, < 0: padding), or both empty for
+/// one fresh sequence (zero history). Writes conv [E, T] (padding tokens: 0) and/or new_state
+/// [E, L-1, S] (each slot: the last L-1 columns of its state followed by its tokens; slots
+/// without tokens unchanged) unless the span is empty. Slots outside [0, S) → kOutOfRange.
+Status short_conv(std::span<const float> u, int64_t n_embd, int64_t n_tokens,
+                  std::span<const float> w, int64_t n_taps, std::span<const float> state,
+                  std::span<const int32_t> seq, std::span<float> conv, std::span<float> new_state);
+
 /// y = act(gate) * up, elementwise.
 Status glu(GluActivation act, std::span<const float> gate, std::span<const float> up,
            std::span<float> y);

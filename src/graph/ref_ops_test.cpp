@@ -233,3 +233,40 @@ TEST(RefOps, HadamardIsTheSylvesterMatrixAndItsOwnInverse) {
 
 }  // namespace
 }  // namespace geniex::graph
+
+namespace geniex::graph::ref {
+namespace {
+
+// L = 3, E = 2: out[c, t] = w0 h[t-2] + w1 h[t-1] + w2 h[t]. Slot 1's state feeds its first
+// tokens; slot 0 starts from its own state; a padding token (-1) gives 0 and changes nothing.
+TEST(RefOps, ShortConvCarriesEachSlotsState) {
+  const std::vector<float> w = {1, 10, 100, 2, 20, 200};  // channel 0 taps, channel 1 taps
+  // tokens: t0 slot 1, t1 slot 0, t2 padding, t3 slot 1
+  const std::vector<float> u = {1, 2, 3, 4, 5, 6, 7, 8};
+  const std::vector<int32_t> seq = {1, 0, -1, 1};
+  // state [E=2, 2 columns, S=2]: slot 0 columns (a, b), slot 1 columns (c, d)
+  const std::vector<float> state = {0.5f, 0.25f, 1.5f, 1.25f, -1, -2, -3, -4};
+  std::vector<float> conv(8), next(8);
+  ASSERT_TRUE(short_conv(u, 2, 4, w, 3, state, seq, conv, next).ok());
+  // t0 (slot 1): history (-1, -3), then u0 = 1  ->  c0: -1 - 30 + 100
+  EXPECT_FLOAT_EQ(conv[0], -1.0f * 1 + -3.0f * 10 + 1.0f * 100);
+  EXPECT_FLOAT_EQ(conv[1], -2.0f * 2 + -4.0f * 20 + 2.0f * 200);
+  // t1 (slot 0): history (0.5, 1.5), u1 = 3
+  EXPECT_FLOAT_EQ(conv[2], 0.5f * 1 + 1.5f * 10 + 3.0f * 100);
+  EXPECT_FLOAT_EQ(conv[5], 0.0f);  // padding
+  // t3 (slot 1): history (-3, u0 = 1), u3 = 7
+  EXPECT_FLOAT_EQ(conv[6], -3.0f * 1 + 1.0f * 10 + 7.0f * 100);
+  // New states: slot 0 = (1.5, u1), slot 1 = (u0, u3).
+  EXPECT_EQ(next, (std::vector<float>{1.5f, 1.25f, 3, 4, 1, 2, 7, 8}));
+  // Without state: one fresh sequence from zeros.
+  std::vector<float> fresh(8);
+  ASSERT_TRUE(short_conv(u, 2, 4, w, 3, {}, {}, fresh, {}).ok());
+  EXPECT_FLOAT_EQ(fresh[0], 100.0f);
+  EXPECT_FLOAT_EQ(fresh[2], 1.0f * 10 + 3.0f * 100);
+  // A slot outside [0, S).
+  const std::vector<int32_t> bad = {0, 2, 0, 0};
+  EXPECT_EQ(short_conv(u, 2, 4, w, 3, state, bad, conv, {}).code(), StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace geniex::graph::ref

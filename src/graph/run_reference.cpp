@@ -229,6 +229,27 @@ Status run_op(const Graph& g, Values& v, NodeId id) {
       GENIEX_ASSIGN_OR_RETURN(auto x, f32_of(g, v, in[0]));
       return ref::hadamard(x, p.hadamard_n, out);
     }
+    case OpKind::kShortConv:
+    case OpKind::kShortConvState: {
+      const bool conv = n.op == OpKind::kShortConv;
+      GENIEX_ASSIGN_OR_RETURN(auto u, f32_of(g, v, in[0]));
+      const size_t si = conv ? 2 : 1;
+      std::span<const float> w, state;
+      std::span<const int32_t> seq;
+      if (in.size() > si) {
+        GENIEX_ASSIGN_OR_RETURN(state, f32_of(g, v, in[si]));
+        seq = v.i32[in[si + 1]];
+      }
+      if (conv) {
+        GENIEX_ASSIGN_OR_RETURN(w, f32_of(g, v, in[1]));
+        return ref::short_conv(u, desc(0).ne[0], desc(0).ne[1], w, desc(1).ne[0], state, seq, out,
+                               {});
+      }
+      // The new state needs no weights: taps = state columns + 1, zero weights.
+      const int64_t taps = desc(1).ne[1] + 1;
+      std::vector<float> zeros(sz(desc(0).ne[0] * taps), 0.0f);
+      return ref::short_conv(u, desc(0).ne[0], desc(0).ne[1], zeros, taps, state, seq, {}, out);
+    }
     case OpKind::kCacheWrite: break;  // handled above
   }
   return internal_error("run_reference: unknown op kind");

@@ -1,7 +1,7 @@
 #include "models/forward_graph.h"
 
+#include <map>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 namespace geniex::models {
@@ -16,14 +16,23 @@ class Builder {
  public:
   Builder(ForwardGraph& fg, const ModelConfig& cfg) : fg_(fg), cfg_(cfg) {}
 
-  NodeId weight(const gguf::TensorInfo* t) {
-    auto it = weight_nodes_.find(t);
+  NodeId weight(const gguf::TensorInfo* t) { return weight_rows(t, 0, 0); }
+
+  // Rows [r0, r0 + n) of a 2-D tensor as a weight of its own (n = 0: the whole tensor).
+  NodeId weight_rows(const gguf::TensorInfo* t, uint64_t r0, uint64_t n) {
+    const auto key = std::make_pair(t, r0 * 2 + (n == 0 ? 0 : 1));
+    auto it = weight_nodes_.find(key);
     if (it != weight_nodes_.end()) return it->second;
     const auto ne = [&](int i) { return static_cast<int64_t>(t->ne[static_cast<size_t>(i)]); };
-    const NodeId id =
-        fg_.graph.add_weight(graph::make_desc(t->type, ne(0), ne(1), ne(2), ne(3)), t->name);
-    weight_nodes_.emplace(t, id);
-    fg_.weights.push_back({id, t});
+    graph::TensorDesc d = graph::make_desc(t->type, ne(0), ne(1), ne(2), ne(3));
+    std::string name = t->name;
+    if (n != 0) {
+      d.ne[1] = static_cast<int64_t>(n);
+      name += "[" + std::to_string(r0) + ":" + std::to_string(r0 + n) + "]";
+    }
+    const NodeId id = fg_.graph.add_weight(d, std::move(name));
+    weight_nodes_.emplace(key, id);
+    fg_.weights.push_back({id, t, r0, n});
     return id;
   }
 
@@ -65,7 +74,7 @@ class Builder {
  private:
   ForwardGraph& fg_;
   const ModelConfig& cfg_;
-  std::unordered_map<const gguf::TensorInfo*, NodeId> weight_nodes_;
+  std::map<std::pair<const gguf::TensorInfo*, uint64_t>, NodeId> weight_nodes_;
 };
 
 // One attention block on the normalized stream x [n_embd, T]; returns [n_embd, T] (before any
@@ -117,7 +126,7 @@ Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& 
     GENIEX_ASSIGN_OR_RETURN(k, b.hadamard(k, rot.k));
     GENIEX_ASSIGN_OR_RETURN(v, b.hadamard(v, rot.v));
     GENIEX_ASSIGN_OR_RETURN(k, b.op(OpKind::kCacheWrite, {fg.k_cache[il], k, fg.kv_slots[il]}));
-    fg.cache_write.push_back(k);
+    fg.cache_write[il] = k;
     GENIEX_ASSIGN_OR_RETURN(v, b.op(OpKind::kCacheWrite, {fg.v_cache[il], v, fg.kv_slots[il]}));
     attn_in = {q, k, v, pos, fg.kv_pos[il], fg.kv_rows[il]};
     if (!fg.kv_seg.empty()) attn_in.push_back(fg.kv_seg[il]);
@@ -128,6 +137,34 @@ Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& 
   }
   GENIEX_ASSIGN_OR_RETURN(a, b.reshape(a, dv * n_head, T));
   return b.linear(a, lw.attn_output, lw.attn_output_b);
+}
+
+// LFM2's short-conv block on the normalized stream x [n_embd, T] (spec LFM2.md §1.3): in_proj
+// gives B, C and x (three row ranges of one weight, taken as three matmuls), the conv runs over
+// u = B * x with the sequence's state (fg.conv_state) or from zeros, y = C * conv, then out_proj.
+Result<NodeId> conv_block(Builder& b, ForwardGraph& fg, const ModelConfig& cfg,
+                          const LayerWeights& lw, uint32_t il, NodeId x) {
+  const uint64_t e = cfg.n_embd;
+  const gguf::TensorInfo* in = lw.conv_in_proj;
+  GENIEX_ASSIGN_OR_RETURN(
+      NodeId bg, b.op(OpKind::kMatMul, {b.weight_rows(in, 0, e), x}, {}, in->name + "[B]"));
+  GENIEX_ASSIGN_OR_RETURN(
+      NodeId cg, b.op(OpKind::kMatMul, {b.weight_rows(in, e, e), x}, {}, in->name + "[C]"));
+  GENIEX_ASSIGN_OR_RETURN(
+      NodeId xv, b.op(OpKind::kMatMul, {b.weight_rows(in, 2 * e, e), x}, {}, in->name + "[x]"));
+  GENIEX_ASSIGN_OR_RETURN(NodeId u, b.op(OpKind::kMul, {bg, xv}));
+  std::vector<NodeId> conv_in = {u, b.weight(lw.conv_kernel)};
+  if (fg.conv_seq != kNoNode) {
+    conv_in.push_back(fg.conv_state[il]);
+    conv_in.push_back(fg.conv_seq);
+  }
+  GENIEX_ASSIGN_OR_RETURN(NodeId conv, b.op(OpKind::kShortConv, conv_in));
+  if (fg.conv_seq != kNoNode) {  // after the conv, which reads the old state
+    GENIEX_ASSIGN_OR_RETURN(fg.conv_state_out[il],
+                            b.op(OpKind::kShortConvState, {u, fg.conv_state[il], fg.conv_seq}));
+  }
+  GENIEX_ASSIGN_OR_RETURN(NodeId y, b.op(OpKind::kMul, {cg, conv}));
+  return b.linear(y, lw.conv_out_proj, nullptr);
 }
 
 // Gated FFN on the normalized stream x [n_embd, T].
@@ -189,29 +226,43 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
       return invalid_argument("build_forward_graph: the KV lists need one entry per layer (" +
                               std::to_string(cfg.n_layer) + ")");
     }
+    const size_t nl = cfg.n_layer;
+    for (auto* v : {&fg.kv_slots, &fg.kv_rows, &fg.kv_pos, &fg.k_cache, &fg.v_cache,
+                    &fg.cache_write, &fg.conv_state, &fg.conv_state_out}) {
+      v->assign(nl, kNoNode);
+    }
+    if (spec.segments) fg.kv_seg.assign(nl, kNoNode);
+    if (cfg.has_recurrent_state()) {
+      if (spec.conv_slots < 1) {
+        return invalid_argument("build_forward_graph: conv_slots must be >= 1");
+      }
+      fg.conv_seq = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "conv_seq");
+    }
     for (uint32_t il = 0; il < cfg.n_layer; ++il) {
       const std::string l = "." + std::to_string(il);
+      if (cfg.layer_is_conv(il)) {
+        fg.conv_state[il] = fg.graph.add_input(
+            graph::make_desc(GgmlType::kF32, cfg.n_embd, cfg.conv_taps - 1, spec.conv_slots),
+            "conv_state" + l);
+        continue;
+      }
       const int64_t n_list = spec.kv_list[il];
       const int64_t rows = spec.kv_state_rows[il];
       if (n_list < 1 || rows < 1) {
         return invalid_argument("build_forward_graph: layer " + std::to_string(il) +
                                 " has an empty KV list or state");
       }
-      fg.kv_slots.push_back(
-          fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "kv_slots" + l));
-      fg.kv_rows.push_back(
-          fg.graph.add_input(graph::make_desc(GgmlType::kI32, n_list), "kv_rows" + l));
-      fg.kv_pos.push_back(
-          fg.graph.add_input(graph::make_desc(GgmlType::kI32, n_list), "kv_pos" + l));
+      fg.kv_slots[il] = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "kv_slots" + l);
+      fg.kv_rows[il] = fg.graph.add_input(graph::make_desc(GgmlType::kI32, n_list), "kv_rows" + l);
+      fg.kv_pos[il] = fg.graph.add_input(graph::make_desc(GgmlType::kI32, n_list), "kv_pos" + l);
       if (spec.segments) {
-        fg.kv_seg.push_back(
-            fg.graph.add_input(graph::make_desc(GgmlType::kI32, 2, T), "kv_seg" + l));
+        fg.kv_seg[il] = fg.graph.add_input(graph::make_desc(GgmlType::kI32, 2, T), "kv_seg" + l);
       }
       const int64_t n_kv_head = cfg.n_head_kv_at(il);
-      fg.k_cache.push_back(fg.graph.add_state(
-          graph::make_desc(spec.kv_type, cfg.head_dim_k, n_kv_head, rows), "cache_k" + l));
-      fg.v_cache.push_back(fg.graph.add_state(
-          graph::make_desc(spec.kv_type, cfg.head_dim_v, n_kv_head, rows), "cache_v" + l));
+      fg.k_cache[il] = fg.graph.add_state(
+          graph::make_desc(spec.kv_type, cfg.head_dim_k, n_kv_head, rows), "cache_k" + l);
+      fg.v_cache[il] = fg.graph.add_state(
+          graph::make_desc(spec.kv_type, cfg.head_dim_v, n_kv_head, rows), "cache_v" + l);
     }
   }
   fg.n_outputs = spec.n_outputs < 0 ? n_tokens : spec.n_outputs;
@@ -238,7 +289,11 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     const LayerWeights& lw = w.layers[il];
     fg.graph.begin_stage(static_cast<int32_t>(il) + 1, "layer " + std::to_string(il));
     GENIEX_ASSIGN_OR_RETURN(NodeId h, b.rms_norm(x, lw.attn_norm));
-    GENIEX_ASSIGN_OR_RETURN(h, attention_block(b, fg, cfg, lw, il, h, fg.positions, T));
+    if (cfg.layer_is_conv(il)) {
+      GENIEX_ASSIGN_OR_RETURN(h, conv_block(b, fg, cfg, lw, il, h));
+    } else {
+      GENIEX_ASSIGN_OR_RETURN(h, attention_block(b, fg, cfg, lw, il, h, fg.positions, T));
+    }
     if (il + 1 == cfg.n_layer && spec.n_outputs >= 0) {
       // Past the last attention, tokens no longer interact: only the rows whose logits are
       // wanted go through the last FFN and the LM head.
@@ -271,7 +326,14 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
 }
 
 void bind_forward_weights(const ForwardGraph& fg, graph::Bindings& bindings) {
-  for (const auto& wb : fg.weights) bindings.bind_weight(wb.node, wb.tensor->type, wb.tensor->data);
+  for (const auto& wb : fg.weights) {
+    std::span<const uint8_t> bytes = wb.tensor->data;
+    if (wb.n_rows != 0) {  // whole rows of a 2-D tensor (checked by the binder's shapes)
+      const uint64_t row = ggml_row_bytes(wb.tensor->type, wb.tensor->ne[0]).value_or(0);
+      bytes = bytes.subspan(wb.row_begin * row, wb.n_rows * row);
+    }
+    bindings.bind_weight(wb.node, wb.tensor->type, bytes);
+  }
 }
 
 Result<std::vector<float>> run_forward_reference(const gguf::GgufFile& file,

@@ -1,5 +1,5 @@
-// The full-sequence forward graph of a text model (llama, qwen2, qwen3, gemma3): token ids and
-// positions in, logits out, built on the graph IR from a ModelConfig and its bound weights.
+// The full-sequence forward graph of a text model (llama, qwen2, qwen3, gemma3, lfm2): token ids
+// and positions in, logits out, built on the graph IR from a ModelConfig and its bound weights.
 #pragma once
 
 #include <cstdint>
@@ -16,10 +16,17 @@
 
 namespace geniex::models {
 
-/// A weight node and the GGUF tensor whose raw bytes it takes.
+/// Marks a per-layer node a layer does not have (K/V inputs of a conv layer, conv state of an
+/// attention layer).
+inline constexpr graph::NodeId kNoNode = 0xFFFFFFFFu;
+
+/// A weight node and the GGUF tensor whose raw bytes it takes: the whole tensor, or (n_rows >
+/// 0) rows [row_begin, row_begin + n_rows) of it (lfm2's in_proj is three matrices in one).
 struct WeightBinding {
   graph::NodeId node = 0;
   const gguf::TensorInfo* tensor = nullptr;
+  uint64_t row_begin = 0;
+  uint64_t n_rows = 0;
 };
 
 /// llama.cpp's rotation around a quantized KV cache (llama-kv-cache.cpp, attn_rot_k and
@@ -50,6 +57,13 @@ struct ForwardSpec {
   /// With kv_list: the batch holds several sequences; per layer, input `kv_seg` [2, n_tokens]
   /// gives each token the [begin, end) range of the attended list that belongs to its sequence.
   bool segments = false;
+  /// With kv_list, on a model with short-conv layers (lfm2): the step's sequences own state
+  /// slots 0..conv_slots-1. Input `conv_seq` [n_tokens] I32 gives each token's slot (-1:
+  /// padding); each conv layer reads input conv_state [n_embd, conv_taps - 1, conv_slots] F32
+  /// and yields node conv_state_out (the same shape: the states after this step). kv_list and
+  /// kv_state_rows entries of conv layers are ignored. Without kv_list conv layers start from a
+  /// zero state (one sequence).
+  int32_t conv_slots = 1;
   /// < 0: logits for every token. Else logits for `n_outputs` rows picked by input
   /// `output_rows` (e.g. just the last token while generating).
   int32_t n_outputs = -1;
@@ -68,6 +82,11 @@ struct ForwardGraph {
   std::vector<graph::NodeId> kv_slots, kv_rows, kv_pos, kv_seg;
   std::vector<graph::NodeId> k_cache, v_cache;
   std::vector<graph::NodeId> cache_write;
+  /// lfm2 with a KV cache (see ForwardSpec::conv_slots): input conv_seq, and per layer the
+  /// conv_state input and conv_state_out node (kNoNode on attention layers; the K/V nodes above
+  /// are kNoNode on conv layers).
+  graph::NodeId conv_seq = kNoNode;
+  std::vector<graph::NodeId> conv_state, conv_state_out;
   KvRotation kv_rotation;  ///< the rotation around the cache (kv_rotation(config, kv_type))
   int32_t n_tokens = 0;
   int32_t n_outputs = 0;  ///< rows of `logits`

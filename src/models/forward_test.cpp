@@ -71,11 +71,20 @@ TEST_P(ForwardVsHf, LogitsMatchTransformers) {
   ASSERT_EQ(ref->shape, (std::vector<int64_t>{kPos, kVocab}));
   const auto& model = tiny_models().at("models").at(c.arch);
   const auto ids = model.at("ids").get<std::vector<int32_t>>();
-  const auto& lcpp = model.at("llama_cpp_vs_hf").at(c.type);
-  const auto lcpp_top1 = lcpp.at("top1").get<std::vector<size_t>>();
-  const int lcpp_agree = lcpp.at("top1_agree").get<int>();
-  const double lcpp_max_err = lcpp.at("max_abs_diff").get<double>();
-  ASSERT_EQ(lcpp_top1.size(), static_cast<size_t>(kPos));
+  // lfm2's goldens carry no llama.cpp run (README): f32 is held to the same bounds; f16 / q8_0
+  // only to loose bounds (below) over what we measured, since nothing independent says what
+  // ggml's rounding of gated (B * x, C * conv) activations costs against HF there.
+  const bool has_lcpp = model.contains("llama_cpp_vs_hf");
+  std::vector<size_t> lcpp_top1;
+  int lcpp_agree = 0;
+  double lcpp_max_err = 0.0;
+  if (has_lcpp) {
+    const auto& lcpp = model.at("llama_cpp_vs_hf").at(c.type);
+    lcpp_top1 = lcpp.at("top1").get<std::vector<size_t>>();
+    lcpp_agree = lcpp.at("top1_agree").get<int>();
+    lcpp_max_err = lcpp.at("max_abs_diff").get<double>();
+    ASSERT_EQ(lcpp_top1.size(), static_cast<size_t>(kPos));
+  }
   ASSERT_EQ(ids.size(), static_cast<size_t>(kPos));
 
   auto got = run_forward_reference(*file, ids);
@@ -99,7 +108,7 @@ TEST_P(ForwardVsHf, LogitsMatchTransformers) {
   for (int p = 0; p < kPos; ++p) {
     const float* h = hf + static_cast<size_t>(p) * kVocab;
     const float* o = ours + static_cast<size_t>(p) * kVocab;
-    if (argmax(o, kVocab) == lcpp_top1[static_cast<size_t>(p)]) ++agree_lcpp;
+    if (has_lcpp && argmax(o, kVocab) == lcpp_top1[static_cast<size_t>(p)]) ++agree_lcpp;
     if (argmax(h, kVocab) == argmax(o, kVocab)) {
       ++agree;
       continue;
@@ -118,7 +127,17 @@ TEST_P(ForwardVsHf, LogitsMatchTransformers) {
 
   // The reference ops follow ggml (activations rounded to the weight's vec_dot type), so the
   // argmax tracks llama.cpp's; gemma3 may differ once (llama.cpp's GELU uses an fp16 table).
-  EXPECT_GE(agree_lcpp, kPos - 1) << "top-1 vs llama.cpp";
+  if (has_lcpp) {
+    EXPECT_GE(agree_lcpp, kPos - 1) << "top-1 vs llama.cpp";
+  }
+  if (!has_lcpp && c.type != "f32") {
+    // Measured (lfm2): f16 max 0.065, 64/64; q8_0 max 1.95, 58/64 with misses at HF top-2 gaps
+    // up to 0.62 (quantization error through two multiplicative gates per conv layer).
+    const bool f16 = c.type == "f16";
+    EXPECT_LE(max_err, f16 ? 0.1 : 2.5);
+    EXPECT_GE(agree, f16 ? kPos - 1 : kPos - 8) << misses;
+    return;
+  }
   if (c.type == "f32") {
     EXPECT_LE(max_err, 1e-3 * (hi - lo));
     EXPECT_LE(max_err, 1e-4);  // README: f32-GELU engines should match HF at ~1e-4
@@ -141,7 +160,7 @@ TEST_P(ForwardVsHf, LogitsMatchTransformers) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> cases;
-  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3", "gemma3"}) {
+  for (const char* arch : {"llama", "mistral", "qwen2", "qwen3", "gemma3", "lfm2"}) {
     for (const char* type : {"f32", "f16", "q8_0"}) cases.push_back({arch, type});
   }
   return cases;

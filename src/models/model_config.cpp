@@ -13,7 +13,8 @@ using gguf::GgufFile;
 using gguf::Value;
 using gguf::ValueType;
 
-constexpr std::string_view kSupported = "llama, qwen2, qwen3, gemma3";
+constexpr std::string_view kSupported = "llama, qwen2, qwen3, gemma3, lfm2";
+constexpr uint32_t kMaxConvTaps = 64;
 constexpr uint32_t kGemma3DefaultSwaPeriod = 6;
 constexpr uint32_t kGemma3_27bLayers = 62;  // llama.cpp picks the 27B attention scale by depth
 
@@ -89,6 +90,7 @@ Result<Architecture> parse_arch(const GgufFile& f, const std::string& name) {
   if (name == "qwen2") return Architecture::kQwen2;
   if (name == "qwen3") return Architecture::kQwen3;
   if (name == "gemma3") return Architecture::kGemma3;
+  if (name == "lfm2") return Architecture::kLfm2;
   return unimplemented(prefix(f) + "architecture '" + name +
                        "' is not supported (supported: " + std::string(kSupported) + ")");
 }
@@ -198,6 +200,25 @@ Status read_sliding(const GgufFile& f, const std::string& ak, ModelConfig& c) {
   return {};
 }
 
+// LFM2 (spec LFM2.md §1.1): the conv width, QK norm, and the FFN width of each layer from its
+// ffn_gate tensor (the converter writes feed_forward_length twice; the tensor is the truth).
+Status read_lfm2(const GgufFile& f, const std::string& ak, ModelConfig& c) {
+  GENIEX_ASSIGN_OR_RETURN(c.conv_taps, req_u32(f, ak + "shortconv.l_cache", 2, kMaxConvTaps));
+  c.has_qk_norm = true;
+  for (uint32_t il = 0; il < c.n_layer; ++il) {
+    const gguf::TensorInfo* g = f.find_tensor("blk." + std::to_string(il) + ".ffn_gate.weight");
+    if (g != nullptr && g->ne[1] >= 1 && g->ne[1] <= kMaxFf) {
+      c.n_ff[il] = static_cast<uint32_t>(g->ne[1]);
+    }
+  }
+  bool any_attention = false;
+  for (uint32_t il = 0; il < c.n_layer; ++il) any_attention |= c.n_head_kv[il] != 0;
+  if (!any_attention) {
+    return unimplemented(prefix(f) + "lfm2 without attention layers is not supported");
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string_view architecture_name(Architecture arch) {
@@ -206,6 +227,7 @@ std::string_view architecture_name(Architecture arch) {
     case Architecture::kQwen2: return "qwen2";
     case Architecture::kQwen3: return "qwen3";
     case Architecture::kGemma3: return "gemma3";
+    case Architecture::kLfm2: return "lfm2";
   }
   return "?";
 }
@@ -261,13 +283,18 @@ Result<ModelConfig> load_config(const gguf::GgufFile& f) {
                            "' varies per layer, which these architectures do not use");
   c.n_head = heads[0];
   const std::string kv_key = ak + "attention.head_count_kv";
+  const bool lfm2 = c.arch == Architecture::kLfm2;
   if (f.find(kv_key)) {
-    GENIEX_ASSIGN_OR_RETURN(c.n_head_kv, per_layer(f, kv_key, c.n_layer, 1, kMaxHeads));
+    // lfm2: 0 marks a short-conv layer (llama.cpp's is_recurrent(il)).
+    GENIEX_ASSIGN_OR_RETURN(c.n_head_kv, per_layer(f, kv_key, c.n_layer, lfm2 ? 0 : 1, kMaxHeads));
+  } else if (lfm2) {
+    return not_found(prefix(f) + "metadata key '" + kv_key +
+                     "' is missing (lfm2 marks its conv layers there)");
   } else {
     c.n_head_kv.assign(c.n_layer, c.n_head);  // llama.cpp: defaults to n_head
   }
   for (uint32_t il = 0; il < c.n_layer; ++il)
-    if (c.n_head % c.n_head_kv[il] != 0)
+    if (c.n_head_kv[il] != 0 && c.n_head % c.n_head_kv[il] != 0)
       return bad_value(f, kv_key,
                        "is " + std::to_string(c.n_head_kv[il]) + " at layer " + std::to_string(il) +
                            ", which does not divide head_count " + std::to_string(c.n_head));
@@ -315,6 +342,7 @@ Result<ModelConfig> load_config(const gguf::GgufFile& f) {
       break;
     case Architecture::kQwen2: c.has_qkv_bias = true; break;
     case Architecture::kQwen3: c.has_qk_norm = true; break;
+    case Architecture::kLfm2: GENIEX_TRY(read_lfm2(f, ak, c)); break;
     case Architecture::kGemma3:
       c.has_qk_norm = true;
       c.has_post_norms = true;

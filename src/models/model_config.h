@@ -1,4 +1,5 @@
-// Architecture hyper-parameters read from a GGUF file's metadata (llama, qwen2, qwen3, gemma3).
+// Architecture hyper-parameters read from a GGUF file's metadata (llama, qwen2, qwen3, gemma3,
+// lfm2).
 // Everything a forward graph needs to know that is not a tensor lives in ModelConfig; the
 // values follow llama.cpp's interpretation of the keys (see shared/spec/ARCH.md).
 #pragma once
@@ -14,9 +15,9 @@
 namespace geniex::models {
 
 /// The text architectures this build understands (`general.architecture`).
-enum class Architecture { kLlama, kQwen2, kQwen3, kGemma3 };
+enum class Architecture { kLlama, kQwen2, kQwen3, kGemma3, kLfm2 };
 
-/// "llama", "qwen2", "qwen3", "gemma3".
+/// "llama", "qwen2", "qwen3", "gemma3", "lfm2".
 std::string_view architecture_name(Architecture arch);
 /// The comma-separated list of supported `general.architecture` values.
 std::string_view supported_architectures();
@@ -94,8 +95,27 @@ struct ModelConfig {
   bool has_qk_norm = false;      ///< per-head attn_q_norm / attn_k_norm (qwen3, gemma3)
   bool has_post_norms = false;   ///< post_attention_norm / post_ffw_norm (gemma3)
   bool has_qkv_bias = false;     ///< attn_q/k/v biases (qwen2 always; llama if present)
+  /// lfm2: taps L of the short convolution (`shortconv.l_cache`); 0 for other architectures.
+  /// Layers with head_count_kv 0 are short-conv layers, the others attention layers.
+  uint32_t conv_taps = 0;
 
   [[nodiscard]] uint32_t n_head_kv_at(uint32_t il) const { return n_head_kv[il]; }
+  /// Whether layer il is an LFM2 short-conv layer (no attention, no KV; a recurrent state).
+  [[nodiscard]] bool layer_is_conv(uint32_t il) const {
+    return conv_taps > 0 && n_head_kv[il] == 0;
+  }
+  /// Bytes of layer il's per-sequence recurrent state (F32 [n_embd, conv_taps - 1]); 0 for
+  /// attention layers.
+  [[nodiscard]] int64_t layer_state_bytes(uint32_t il) const {
+    return layer_is_conv(il) ? int64_t{4} * n_embd * (conv_taps - 1) : 0;
+  }
+  /// Whether any layer carries a recurrent state (hybrid models).
+  [[nodiscard]] bool has_recurrent_state() const {
+    for (uint32_t il = 0; il < n_layer; ++il) {
+      if (layer_is_conv(il)) return true;
+    }
+    return false;
+  }
   [[nodiscard]] uint32_t n_ff_at(uint32_t il) const { return n_ff[il]; }
   /// Width of the Q projection output (n_head * head_dim_k).
   [[nodiscard]] uint32_t n_embd_q() const { return n_head * head_dim_k; }

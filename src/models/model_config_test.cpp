@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/model_weights.h"
 #include "models/test_util.h"
 
 namespace geniex::models {
@@ -87,6 +88,45 @@ TEST(ModelConfig, TinyModels) {
         EXPECT_EQ(c.is_sliding, std::vector<bool>(tc.n_layer, false));
       }
     }
+  }
+}
+
+// lfm2: head_count_kv array with 0 on conv layers, the conv width, FFN width from the tensor,
+// NEOX rope, QK norm; the weights bind the conv tensors there and token_embd_norm as final norm.
+TEST(ModelConfig, TinyLfm2) {
+  for (const char* type : kTypes) {
+    SCOPED_TRACE(type);
+    auto f = gguf::GgufFile::open(tiny_path("lfm2", type));
+    ASSERT_TRUE(f.ok()) << f.status().to_string();
+    auto r = load_config(*f);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const ModelConfig& c = *r;
+    EXPECT_EQ(c.arch, Architecture::kLfm2);
+    EXPECT_EQ(c.arch_name, "lfm2");
+    EXPECT_EQ(c.n_head_kv, (std::vector<uint32_t>{0, 0, 2, 0, 2, 0}));
+    EXPECT_EQ(c.conv_taps, 3u);
+    EXPECT_EQ(c.n_ff, std::vector<uint32_t>(6, 128));
+    EXPECT_EQ(c.head_dim_k, 16u);
+    EXPECT_EQ(c.rope.mode, RopeMode::kNeox);
+    EXPECT_FLOAT_EQ(c.rope.freq_base, 1e6f);
+    EXPECT_TRUE(c.has_qk_norm);
+    EXPECT_TRUE(c.tied_embeddings);
+    EXPECT_FLOAT_EQ(c.embd_scale, 1.0f);
+    EXPECT_TRUE(c.layer_is_conv(0));
+    EXPECT_FALSE(c.layer_is_conv(2));
+    EXPECT_EQ(c.layer_state_bytes(0), 4 * 64 * 2);
+    EXPECT_EQ(c.layer_state_bytes(4), 0);
+    EXPECT_TRUE(c.has_recurrent_state());
+    auto w = bind_weights(*f, c);
+    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    EXPECT_EQ(w->output_norm->name, "token_embd_norm.weight");
+    EXPECT_EQ(w->output, w->tok_embd);
+    EXPECT_NE(w->layers[0].conv_in_proj, nullptr);
+    EXPECT_EQ(w->layers[0].conv_kernel->type, GgmlType::kF32);
+    EXPECT_EQ(w->layers[0].attn_q, nullptr);
+    EXPECT_NE(w->layers[2].attn_q_norm, nullptr);
+    EXPECT_EQ(w->layers[2].conv_in_proj, nullptr);
+    EXPECT_EQ(w->n_unused, 0u);
   }
 }
 
@@ -170,7 +210,8 @@ TEST_F(ConfigErrors, UnknownArchitecture) {
   const Status s = with_key("general.architecture", gguf::Value::of_string("mamba"));
   EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
   EXPECT_NE(s.message().find("'mamba'"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("llama, qwen2, qwen3, gemma3"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("llama, qwen2, qwen3, gemma3, lfm2"), std::string::npos)
+      << s.message();
 }
 
 TEST_F(ConfigErrors, MissingKey) {

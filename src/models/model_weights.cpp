@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "core/dtype.h"
 
@@ -63,6 +64,8 @@ class Binder {
   }
 
   [[nodiscard]] size_t n_bound() const { return bound_.size(); }
+  /// Records a problem found by the caller (reported with the shape problems).
+  void problem(std::string what) { problems_.push_back(std::move(what)); }
 
  private:
   static std::string list(const std::vector<std::string>& items) {
@@ -82,6 +85,13 @@ class Binder {
   std::set<const TensorInfo*> bound_;
 };
 
+void bind_ffn(Binder& b, LayerWeights& l, const std::string& p, uint64_t n_embd, uint64_t ff) {
+  l.ffn_norm = b.bind(p + "ffn_norm.weight", {n_embd});
+  l.ffn_gate = b.bind(p + "ffn_gate.weight", {n_embd, ff});
+  l.ffn_up = b.bind(p + "ffn_up.weight", {n_embd, ff});
+  l.ffn_down = b.bind(p + "ffn_down.weight", {ff, n_embd});
+}
+
 }  // namespace
 
 Result<ModelWeights> bind_weights(const gguf::GgufFile& file, const ModelConfig& c) {
@@ -96,7 +106,9 @@ Result<ModelWeights> bind_weights(const gguf::GgufFile& file, const ModelConfig&
   const bool llama = c.arch == Architecture::kLlama;
 
   w.tok_embd = b.bind("token_embd.weight", {n_embd, c.n_vocab});
-  w.output_norm = b.bind("output_norm.weight", {n_embd});
+  // lfm2 calls its final norm token_embd_norm (llama.cpp LLM_TENSOR_OUTPUT_NORM_LFM2).
+  w.output_norm = b.bind(
+      c.arch == Architecture::kLfm2 ? "token_embd_norm.weight" : "output_norm.weight", {n_embd});
   w.output = b.bind("output.weight", {n_embd, c.n_vocab}, /*required=*/!c.tied_embeddings);
   w.tied_embeddings = w.output == nullptr;
   if (w.tied_embeddings) w.output = w.tok_embd;
@@ -114,6 +126,17 @@ Result<ModelWeights> bind_weights(const gguf::GgufFile& file, const ModelConfig&
     const uint64_t ff = c.n_ff[il];
 
     l.attn_norm = b.bind(p + "attn_norm.weight", {n_embd});
+    if (c.layer_is_conv(il)) {
+      l.conv_in_proj = b.bind(p + "shortconv.in_proj.weight", {n_embd, 3 * n_embd});
+      l.conv_kernel = b.bind(p + "shortconv.conv.weight", {c.conv_taps, n_embd});
+      l.conv_out_proj = b.bind(p + "shortconv.out_proj.weight", {n_embd, n_embd});
+      if (l.conv_kernel != nullptr && l.conv_kernel->type != GgmlType::kF32) {
+        b.problem(p + "shortconv.conv.weight: expected type F32, found " +
+                  std::string(ggml_type_name(l.conv_kernel->type)));
+      }
+      bind_ffn(b, l, p, n_embd, c.n_ff[il]);
+      continue;
+    }
     l.attn_q = b.bind(p + "attn_q.weight", {n_embd, q});
     l.attn_k = b.bind(p + "attn_k.weight", {n_embd, k});
     l.attn_v = b.bind(p + "attn_v.weight", {n_embd, v});
@@ -131,10 +154,7 @@ Result<ModelWeights> bind_weights(const gguf::GgufFile& file, const ModelConfig&
       l.post_attention_norm = b.bind(p + "post_attention_norm.weight", {n_embd});
       l.post_ffw_norm = b.bind(p + "post_ffw_norm.weight", {n_embd});
     }
-    l.ffn_norm = b.bind(p + "ffn_norm.weight", {n_embd});
-    l.ffn_gate = b.bind(p + "ffn_gate.weight", {n_embd, ff});
-    l.ffn_up = b.bind(p + "ffn_up.weight", {n_embd, ff});
-    l.ffn_down = b.bind(p + "ffn_down.weight", {ff, n_embd});
+    bind_ffn(b, l, p, n_embd, ff);
     if (llama) {  // llama.cpp accepts these optional biases for the llama graph
       l.attn_output_b = b.bind(p + "attn_output.bias", {n_embd}, false);
       l.ffn_gate_b = b.bind(p + "ffn_gate.bias", {ff}, false);

@@ -25,8 +25,8 @@ struct LayerWeights {
   const TensorInfo* attn_k_b = nullptr;             ///< [n_head_kv*head_dim_k]
   const TensorInfo* attn_v_b = nullptr;             ///< [n_head_kv*head_dim_v]
   const TensorInfo* attn_output_b = nullptr;        ///< [n_embd] (llama optional)
-  const TensorInfo* attn_q_norm = nullptr;          ///< [head_dim_k] (qwen3, gemma3)
-  const TensorInfo* attn_k_norm = nullptr;          ///< [head_dim_k] (qwen3, gemma3)
+  const TensorInfo* attn_q_norm = nullptr;          ///< [head_dim_k] (qwen3, gemma3, lfm2)
+  const TensorInfo* attn_k_norm = nullptr;          ///< [head_dim_k] (qwen3, gemma3, lfm2)
   const TensorInfo* post_attention_norm = nullptr;  ///< [n_embd] (gemma3)
   const TensorInfo* ffn_norm = nullptr;             ///< [n_embd]
   const TensorInfo* ffn_gate = nullptr;             ///< [n_embd, n_ff]
@@ -36,6 +36,10 @@ struct LayerWeights {
   const TensorInfo* ffn_up_b = nullptr;             ///< [n_ff] (llama optional)
   const TensorInfo* ffn_down_b = nullptr;           ///< [n_embd] (llama optional)
   const TensorInfo* post_ffw_norm = nullptr;        ///< [n_embd] (gemma3)
+  // lfm2 short-conv layers (instead of attn_q ... attn_output, which stay nullptr there):
+  const TensorInfo* conv_in_proj = nullptr;   ///< [n_embd, 3 n_embd]: B, C, x in that order
+  const TensorInfo* conv_kernel = nullptr;    ///< [conv_taps, n_embd] F32 (depthwise taps)
+  const TensorInfo* conv_out_proj = nullptr;  ///< [n_embd, n_embd]
   /// The model's rope_freqs (shared by every layer), nullptr without one.
   const TensorInfo* rope_freqs = nullptr;
 };

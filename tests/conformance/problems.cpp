@@ -20,7 +20,8 @@ std::vector<Subject> all_subjects() {
     out.push_back({name(OpKind::kAttention), t});
   }
   for (OpKind k : {OpKind::kSoftmax, OpKind::kGelu, OpKind::kSilu, OpKind::kScale, OpKind::kSoftcap,
-                   OpKind::kGlu, OpKind::kGetRows, OpKind::kHadamard}) {
+                   OpKind::kGlu, OpKind::kGetRows, OpKind::kHadamard, OpKind::kShortConv,
+                   OpKind::kShortConvState}) {
     out.push_back({name(k), kF32});
   }
   for (OpKind k : {OpKind::kMul, OpKind::kAdd, OpKind::kReshape}) {
@@ -45,6 +46,8 @@ ProblemList make_problems(const Subject& s, const Target& tg) {
   if (is(OpKind::kGlu)) return glu_problems(tg);
   if (is(OpKind::kGetRows)) return get_rows_problems(tg);
   if (is(OpKind::kHadamard)) return hadamard_problems(tg);
+  if (is(OpKind::kShortConv)) return short_conv_problems(OpKind::kShortConv, tg);
+  if (is(OpKind::kShortConvState)) return short_conv_problems(OpKind::kShortConvState, tg);
   if (is(OpKind::kReshape)) return reshape_problems(s.dtype, tg);
   if (is(OpKind::kAdd)) return binary_problems(OpKind::kAdd, s.dtype, tg);
   if (is(OpKind::kMul)) return binary_problems(OpKind::kMul, s.dtype, tg);

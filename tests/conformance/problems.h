@@ -62,6 +62,8 @@ ProblemList binary_problems(OpKind kind, GgmlType t, const Target& target);
 ProblemList reshape_problems(GgmlType t, const Target& target);
 ProblemList get_rows_problems(const Target& target);
 ProblemList hadamard_problems(const Target& target);
+/// kShortConv or kShortConvState (LFM2 conv layers).
+ProblemList short_conv_problems(OpKind kind, const Target& target);
 ProblemList attention_problems(GgmlType t, const Target& target);
 ProblemList cache_write_problems(GgmlType t, const Target& target);
 ProblemList decoder_block_problems(GgmlType cache_type, const Target& target);

@@ -201,3 +201,49 @@ ProblemList hadamard_problems(const Target& tg) {
 }
 
 }  // namespace geniex::conformance
+
+namespace geniex::conformance {
+
+// LFM2's short conv: one fresh sequence (no state), a prefill shorter than the state, decode
+// rows of three sequences, two interleaved sequences with a padding token; the state problems
+// advance the same states.
+ProblemList short_conv_problems(OpKind kind, const Target& tg) {
+  ProblemList out;
+  struct Case {
+    int64_t e, t, l, slots;  // slots 0: no state input (kShortConv only)
+    std::vector<int32_t> seq;
+    std::string what;
+  };
+  std::vector<Case> cases;
+  if (tg.is_static()) {
+    for (int64_t t : tg.tokens({}))
+      cases.push_back({64, t, 3, 1, std::vector<int32_t>(sz(t), 0), "one sequence"});
+  } else {
+    cases = {{24, 9, 3, 0, {}, "fresh"},
+             {16, 1, 3, 1, {0}, "decode"},
+             {16, 1, 4, 1, {0}, "one token, L 4"},
+             {32, 3, 3, 3, {2, 0, 1}, "three decodes"},
+             {20, 7, 3, 2, {1, 1, 0, 1, -1, 0, 0}, "two sequences + padding"},
+             {64, 37, 3, 2, std::vector<int32_t>(37, 1), "prefill of slot 1"}};
+  }
+  for (const auto& c : cases) {
+    if (kind == OpKind::kShortConvState && c.slots == 0) continue;
+    auto p = std::make_unique<Problem>();
+    p->name = c.what + " E " + std::to_string(c.e) + " T " + std::to_string(c.t) + " L " +
+              std::to_string(c.l);
+    p->seed = 97;
+    if (tg.is_static()) p->tokens(c.t);
+    const NodeId u = p->input({c.e, c.t, 1, 1}, 2.0f, "u");
+    std::vector<NodeId> in = {u};
+    if (kind == OpKind::kShortConv) in.push_back(p->weight(kF32, c.l, c.e, 0.5f, "w"));
+    if (c.slots > 0) {
+      in.push_back(p->input({c.e, c.l - 1, c.slots, 1}, 2.0f, "state"));
+      in.push_back(p->ints(c.seq, "seq"));
+    }
+    p->out = p->op(kind, in);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace geniex::conformance

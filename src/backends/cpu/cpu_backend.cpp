@@ -234,7 +234,9 @@ Status CpuBackend::prepare_weights(const graph::Graph& g) {
       case OpKind::kSoftcap:
       case OpKind::kReshape:
       case OpKind::kHadamard:
+      case OpKind::kShortConvState:
       case OpKind::kGetRows: s = prepare_f32_weights(g, id, kFirst); break;
+      case OpKind::kShortConv: s = prepare_f32_weights(g, id, kFirstTwo); break;
     }
     if (!s.ok()) {
       return Status(s.code(),
@@ -482,6 +484,27 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
       cpu::hadamard(*pool_, x, p.hadamard_n, count, out);
       return {};
+    }
+    case OpKind::kShortConv:
+    case OpKind::kShortConvState: {
+      const bool conv = n.op == OpKind::kShortConv;
+      cpu::ShortConvArgs a;
+      GENIEX_ASSIGN_OR_RETURN(a.u, f32_of(g, in[0]));
+      a.n_embd = desc(0).ne[0];
+      a.n_tokens = desc(0).ne[1];
+      const size_t si = conv ? 2 : 1;
+      if (conv) {
+        GENIEX_ASSIGN_OR_RETURN(a.w, f32_of(g, in[1]));
+        a.n_taps = desc(1).ne[0];
+      } else {
+        a.n_taps = desc(1).ne[1] + 1;
+      }
+      if (in.size() > si) {
+        GENIEX_ASSIGN_OR_RETURN(a.state, f32_of(g, in[si]));
+        a.n_slots = desc(si).ne[2];
+        a.seq = ispan(si + 1).data();
+      }
+      return cpu::short_conv(a, conv ? out : nullptr, conv ? nullptr : out);
     }
     case OpKind::kGetRows: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));

@@ -155,6 +155,22 @@ void hadamard_block(const float* x, int64_t n, float* y);
 /// hadamard_block() over the count / n blocks of x, split over the pool.
 void hadamard(ThreadPool& pool, const float* x, int64_t n, int64_t count, float* y);
 
+/// Operands of kShortConv / kShortConvState (graph::ref::short_conv's layout): u [E, T],
+/// w [L, E] (tap j of channel c at c * L + j), state [E, L-1, n_slots] and seq [T] (slot per
+/// token, < 0: padding), or state = seq = nullptr for one fresh sequence (n_slots 1).
+struct ShortConvArgs {
+  const float* u = nullptr;
+  int64_t n_embd = 0, n_tokens = 0;
+  const float* w = nullptr;  ///< unused when only the new state is wanted
+  int64_t n_taps = 0;
+  const float* state = nullptr;
+  int64_t n_slots = 1;
+  const int32_t* seq = nullptr;
+};
+/// Writes conv [E, T] and/or new_state [E, L-1, n_slots] (either may be null), in
+/// ggml_ssm_conv's float order (op_short_conv.cpp); a slot outside [0, n_slots) → kOutOfRange.
+Status short_conv(const ShortConvArgs& args, float* conv, float* new_state);
+
 /// A K or V operand of attention: rows of `head_dim` per (state row, kv head) stored as F32, F16,
 /// Q8_0 or Q4_0 (block types: each head's row is whole blocks).
 struct KvView {

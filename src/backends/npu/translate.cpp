@@ -52,7 +52,9 @@ geniex_npu_op_kind to_npu_kind(OpKind kind) {
     case OpKind::kReshape: return GENIEX_NPU_OP_RESHAPE;
     case OpKind::kGetRows: return GENIEX_NPU_OP_GET_ROWS;
     case OpKind::kCacheWrite: return GENIEX_NPU_OP_CACHE_WRITE;
-    case OpKind::kHadamard: break;  // not in the plugin ABI (v1): placed elsewhere
+    case OpKind::kHadamard:  // not in the plugin ABI (v1): placed elsewhere
+    case OpKind::kShortConv:
+    case OpKind::kShortConvState: break;
   }
   return GENIEX_NPU_OP_COUNT;
 }
