@@ -73,8 +73,11 @@ def main() -> int:
     ap.add_argument("--chunks", type=int, default=8)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--geniex", type=pathlib.Path, default=REPO / "build/release/tools/geniex")
+    ap.add_argument("--geniex-aarch64", type=pathlib.Path, default=REPO / "build/aarch64/tools/geniex",
+                    help="the aarch64 build, run under qemu-aarch64 for the arm:<level> rows")
     ap.add_argument("--rows", nargs="+",
-                    help="subset of: llama-ub8 llama-ub1 llama-t1 isa:<level> small-batch kv:q8_0 kv:q4_0 gpu npu")
+                    help="subset of: llama-ub8 llama-ub1 llama-t1 isa:<level> small-batch kv:q8_0 kv:q4_0 gpu npu "
+                         "arm:<level> (neon, neon_dotprod, neon_i8mm: the aarch64 build under qemu -cpu max)")
     ap.add_argument("--json-out", type=pathlib.Path)
     a = ap.parse_args()
 
@@ -96,9 +99,9 @@ def main() -> int:
             results.append({"row": name, "tool": "llama.cpp", "args": " ".join(map(str, extra)),
                             "seconds": round(s, 1), **parse_llama(r.stdout + r.stderr)})
 
-        def ours_row(name, *extra, env_extra=None):
+        def ours_row(name, *extra, env_extra=None, prefix=None):
             env = dict(os.environ, **(env_extra or {}))
-            r, s = run([a.geniex, "perplexity", "-m", a.model, "-t", a.threads, "--kl-divergence-base", base,
+            r, s = run([*(prefix or [a.geniex]), "perplexity", "-m", a.model, "-t", a.threads, "--kl-divergence-base", base,
                         "--kl-divergence", "--json", *extra], env=env)
             k = json.loads(r.stdout)["kl_divergence"]
             results.append({"row": name, "tool": "geniex",
@@ -119,6 +122,12 @@ def main() -> int:
                     llama_row(row, "-t", 1)
                 elif row.startswith("isa:"):
                     ours_row(row, "--device", "cpu", "--cpu-tuning", f"isa={row[4:]}")
+                elif row.startswith("arm:"):
+                    # The cross sysroot's libc must win over the multiarch arm64 one (else
+                    # pthread_create hangs under qemu: cmake/toolchain-aarch64.cmake).
+                    qemu = ["qemu-aarch64-static", "-L", "/usr/aarch64-linux-gnu", "-E",
+                            "LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib", "-cpu", "max", a.geniex_aarch64]
+                    ours_row(row, "--device", "cpu", "--cpu-tuning", f"isa={row[4:]}", prefix=qemu)
                 elif row == "small-batch":
                     ours_row(row, "--device", "cpu", "-b", 8)
                 elif row.startswith("kv:"):
