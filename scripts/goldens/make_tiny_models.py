@@ -29,10 +29,11 @@ Vocabularies (V = 2048 ids each):
                   npm download is needed; ids = the llama entry's 64 ids (same vocabulary).
   The 256 byte-level symbols (BPE) / byte pieces (SPM) are all kept, so any text is encodable.
 
-lfm2 (hybrid short-conv + attention, shared/spec/LFM2.md §6) differs: llama-cpp-python is not
-needed (its numbers are not recorded: "llama_cpp_vs_hf" is absent), all parameters incl. norms are
-randomized (norms 1 + 0.3 randn), and a second golden checks the conv state: HF with its cache,
-prefill of the first LFM2_PREFILL ids, then one id at a time up to LFM2_DECODE_END ->
+lfm2 (hybrid short-conv + attention, shared/spec/LFM2.md §6) differs: llama.cpp is run through
+llamacpp_logits.cpp (its C API, compiled here against the static libraries of the sdist's
+vendor/llama.cpp/build, same settings as below) instead of llama-cpp-python; all parameters incl.
+norms are randomized (norms 1 + 0.3 randn); and a second golden checks the conv state: HF with its
+cache, prefill of the first LFM2_PREFILL ids, then one id at a time up to LFM2_DECODE_END ->
 tiny-lfm2.decode.logits.npy (float32, rows = positions LFM2_PREFILL-1 .. LFM2_DECODE_END-1).
 """
 from __future__ import annotations
@@ -317,6 +318,28 @@ def llama_cpp_logits(path: Path, ids: list[int]) -> np.ndarray:
     return out
 
 
+def llama_cpp_judge(llama_dir: Path, work: Path) -> Path:
+    """Builds llamacpp_logits.cpp against llama.cpp's static libraries (vendor/llama.cpp/build)."""
+    exe = work / "llamacpp_logits"
+    if exe.exists():
+        return exe
+    b = llama_dir / "build"
+    cmd = ["g++", "-O2", "-std=c++17", str(HERE / "llamacpp_logits.cpp"), f"-I{llama_dir / 'include'}",
+           f"-I{llama_dir / 'ggml/include'}", str(b / "src/libllama.a"), str(b / "ggml/src/libggml.a"),
+           str(b / "ggml/src/libggml-cpu.a"), str(b / "ggml/src/libggml-base.a"), "-fopenmp", "-lpthread",
+           "-o", str(exe)]
+    subprocess.run(cmd, check=True)
+    return exe
+
+
+def llama_cpp_judge_logits(exe: Path, path: Path, ids: list[int], chunk: int, work: Path) -> np.ndarray:
+    (work / "ids.txt").write_text(" ".join(map(str, ids)))
+    out = work / "logits.f32"
+    subprocess.run([str(exe), str(path), str(work / "ids.txt"), str(out), str(chunk)], check=True,
+                   capture_output=True)
+    return np.fromfile(out, dtype="<f4").reshape(len(ids), -1)
+
+
 def llama_cpp_tokenize(path: Path, text: str) -> list[int]:
     from llama_cpp import Llama
     llm = Llama(model_path=str(path), vocab_only=True, verbose=False)
@@ -459,15 +482,19 @@ def main() -> int:
         }
         if arch == "lfm2":
             entry.update(lfm2_decode_golden(ref_model, ids, ref, out_dir))
-            entry["versions"] = {"transformers": transformers.__version__, "torch": torch.__version__}
-            del entry["llama_cpp_vs_hf"]
-            for t, p in ggufs.items():
-                entry["gguf"][t] = {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)}
-            models[arch] = entry
-            summary_path.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n")
-            continue
+            entry["versions"] = {"transformers": transformers.__version__, "torch": torch.__version__,
+                                 "llama.cpp": "llamacpp_logits.cpp on the llama-cpp-python 0.3.36 sdist's "
+                                              "vendor/llama.cpp build (n_ctx 128, F32 KV, no flash attention)"}
+            exe = llama_cpp_judge(args.llama_cpp_dir, work)
+            entry["llama_cpp_token_by_token_vs_hf_max_abs_diff"] = {}
         for t, p in ggufs.items():
-            got = llama_cpp_logits(p, ids)
+            if arch == "lfm2":
+                got = llama_cpp_judge_logits(exe, p, ids, N_POS, work)
+                one = llama_cpp_judge_logits(exe, p, ids, 1, work)  # the recurrent state, step by step
+                entry["llama_cpp_token_by_token_vs_hf_max_abs_diff"][t] = float(
+                    np.abs(one.astype(np.float64) - ref.astype(np.float64)).max())
+            else:
+                got = llama_cpp_logits(p, ids)
             entry["gguf"][t] = {"file": p.name, "bytes": p.stat().st_size, "sha256": sha256(p)}
             entry["llama_cpp_vs_hf"][t] = c = compare(ref, got)
             print(f"  {t:5s} {p.stat().st_size:>9d} B  top1 {c['top1_agree']}/{N_POS}  "

@@ -71,20 +71,11 @@ TEST_P(ForwardVsHf, LogitsMatchTransformers) {
   ASSERT_EQ(ref->shape, (std::vector<int64_t>{kPos, kVocab}));
   const auto& model = tiny_models().at("models").at(c.arch);
   const auto ids = model.at("ids").get<std::vector<int32_t>>();
-  // lfm2's goldens carry no llama.cpp run (README): f32 is held to the same bounds; f16 / q8_0
-  // only to loose bounds (below) over what we measured, since nothing independent says what
-  // ggml's rounding of gated (B * x, C * conv) activations costs against HF there.
-  const bool has_lcpp = model.contains("llama_cpp_vs_hf");
-  std::vector<size_t> lcpp_top1;
-  int lcpp_agree = 0;
-  double lcpp_max_err = 0.0;
-  if (has_lcpp) {
-    const auto& lcpp = model.at("llama_cpp_vs_hf").at(c.type);
-    lcpp_top1 = lcpp.at("top1").get<std::vector<size_t>>();
-    lcpp_agree = lcpp.at("top1_agree").get<int>();
-    lcpp_max_err = lcpp.at("max_abs_diff").get<double>();
-    ASSERT_EQ(lcpp_top1.size(), static_cast<size_t>(kPos));
-  }
+  const auto& lcpp = model.at("llama_cpp_vs_hf").at(c.type);
+  const auto lcpp_top1 = lcpp.at("top1").get<std::vector<size_t>>();
+  const int lcpp_agree = lcpp.at("top1_agree").get<int>();
+  const double lcpp_max_err = lcpp.at("max_abs_diff").get<double>();
+  ASSERT_EQ(lcpp_top1.size(), static_cast<size_t>(kPos));
   ASSERT_EQ(ids.size(), static_cast<size_t>(kPos));
 
   auto got = run_forward_reference(*file, ids);
@@ -103,18 +94,23 @@ TEST_P(ForwardVsHf, LogitsMatchTransformers) {
   }
   int agree = 0;
   int agree_lcpp = 0;
+  // Misses where HF's own top-2 gap is < 0.25 or where llama.cpp picks the same token as we do
+  // (lfm2 Q8_0: ggml's activation rounding through two multiplicative gates per conv layer moves
+  // top-1s at gaps up to 0.62 in llama.cpp too).
   int small_margin_misses = 0;
   std::string misses;
   for (int p = 0; p < kPos; ++p) {
     const float* h = hf + static_cast<size_t>(p) * kVocab;
     const float* o = ours + static_cast<size_t>(p) * kVocab;
-    if (has_lcpp && argmax(o, kVocab) == lcpp_top1[static_cast<size_t>(p)]) ++agree_lcpp;
+    if (argmax(o, kVocab) == lcpp_top1[static_cast<size_t>(p)]) ++agree_lcpp;
     if (argmax(h, kVocab) == argmax(o, kVocab)) {
       ++agree;
       continue;
     }
     const float margin = top2_margin(h, kVocab);
-    if (margin < 0.25f) ++small_margin_misses;
+    if (margin < 0.25f || argmax(o, kVocab) == lcpp_top1[static_cast<size_t>(p)]) {
+      ++small_margin_misses;
+    }
     char buf[64];
     std::snprintf(buf, sizeof(buf), " pos %d (HF margin %.3f)", p, margin);
     misses += buf;
@@ -127,31 +123,22 @@ TEST_P(ForwardVsHf, LogitsMatchTransformers) {
 
   // The reference ops follow ggml (activations rounded to the weight's vec_dot type), so the
   // argmax tracks llama.cpp's; gemma3 may differ once (llama.cpp's GELU uses an fp16 table).
-  if (has_lcpp) {
-    EXPECT_GE(agree_lcpp, kPos - 1) << "top-1 vs llama.cpp";
-  }
-  if (!has_lcpp && c.type != "f32") {
-    // Measured (lfm2): f16 max 0.065, 64/64; q8_0 max 1.95, 58/64 with misses at HF top-2 gaps
-    // up to 0.62 (quantization error through two multiplicative gates per conv layer).
-    const bool f16 = c.type == "f16";
-    EXPECT_LE(max_err, f16 ? 0.1 : 2.5);
-    EXPECT_GE(agree, f16 ? kPos - 1 : kPos - 8) << misses;
-    return;
-  }
+  EXPECT_GE(agree_lcpp, kPos - 1) << "top-1 vs llama.cpp";
   if (c.type == "f32") {
     EXPECT_LE(max_err, 1e-3 * (hi - lo));
     EXPECT_LE(max_err, 1e-4);  // README: f32-GELU engines should match HF at ~1e-4
     EXPECT_EQ(agree, kPos) << misses;
   } else if (c.type == "f16") {
-    // ≥ 99% of 64: at most one miss, and only where HF's own top-2 gap is < 0.25.
+    // ≥ 99% of 64: at most one miss, and only where HF's own top-2 gap is < 0.25 (or llama.cpp
+    // misses the same way).
     EXPECT_GE(agree, kPos - 1) << misses;
     EXPECT_EQ(agree + small_margin_misses, kPos) << misses;
     EXPECT_LE(max_err, 2.0 * lcpp_max_err);
   } else {
     // Q8_0 (activations quantized to Q8_0 as ggml does) loses top-1s where HF's top-2 gap is
     // tiny; llama.cpp itself agrees with HF on only 59–63 of 64 positions for these files
-    // (README table). Require: every miss at an HF gap < 0.25, no more misses than llama.cpp,
-    // and an error of llama.cpp's order.
+    // (README table; lfm2 57). Require: every miss at an HF gap < 0.25 or shared with llama.cpp,
+    // no more misses than llama.cpp, and an error of llama.cpp's order.
     EXPECT_EQ(agree + small_margin_misses, kPos) << misses;
     EXPECT_GE(agree, std::min(lcpp_agree, kPos - 1)) << misses;
     EXPECT_LE(max_err, 2.0 * lcpp_max_err);
