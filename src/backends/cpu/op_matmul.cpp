@@ -6,6 +6,7 @@
 
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/kernels/vec_dot.h"
+#include "backends/cpu/matmul_tasks.h"
 #include "quant/quant.h"
 
 namespace geniex::backends::cpu {
@@ -17,7 +18,6 @@ namespace {
 // has to amortize scheduling.
 constexpr int64_t kRowsPerTaskGemv = 256;
 constexpr int64_t kRowsPerTaskGemm = 64;
-constexpr int64_t kColsPerTile = 64;  // activation rows per tile: keeps a tile in L2
 
 size_t sz(int64_t v) { return static_cast<size_t>(v); }
 
@@ -49,17 +49,12 @@ Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<cons
   // Small GEMVs still get two tasks per thread so no core idles.
   const int64_t rows_per_task =
       m == 1 ? std::clamp<int64_t>(n / (2 * pool.size()), 16, kRowsPerTaskGemv) : kRowsPerTaskGemm;
-  const int64_t row_tasks = (n + rows_per_task - 1) / rows_per_task;
-  const int64_t col_tiles = (m + kColsPerTile - 1) / kColsPerTile;
   const auto gemm = kernels->gemm;
   const size_t wr = *w_row, ar = *a_row;
-  pool.parallel_for(row_tasks * col_tiles, [&](int64_t task, int) {
-    const int64_t ct = task / row_tasks;  // tile-major: neighbours share the activation tile
-    const int64_t rt = task % row_tasks;
-    const int64_t r0 = rt * rows_per_task, nr = std::min(rows_per_task, n - r0);
-    const int64_t c0 = ct * kColsPerTile, nc = std::min(kColsPerTile, m - c0);
-    gemm(k, w.data() + sz(r0) * wr, wr, nr, act + sz(c0) * ar, ar, nc, y + c0 * n + r0, sz(n));
-  });
+  for_each_matmul_task(
+      pool, n, rows_per_task, m, [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
+        gemm(k, w.data() + sz(r0) * wr, wr, nr, act + sz(c0) * ar, ar, nc, y + c0 * n + r0, sz(n));
+      });
   return {};
 }
 

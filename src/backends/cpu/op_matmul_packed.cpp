@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/matmul_tasks.h"
 
 namespace geniex::backends::cpu {
 namespace {
@@ -19,7 +20,6 @@ namespace kern = ::geniex::cpu;
 
 constexpr int64_t kGroupsPerTaskGemm = 8;   // 64 rows
 constexpr int64_t kGroupsPerTaskGemv = 32;  // 256 rows: long linear runs for the prefetcher
-constexpr int64_t kColsPerTile = 64;        // activation rows per task: a tile stays in L2
 // A GEMM of a few activation rows (a batched decode step) is one pass over the weights, which
 // come from memory: long runs per task, so the kernel's prefetch of the chunk ahead runs in
 // every task but its last chunk (Q8_0 262144 x 640 with 8 rows, 2 threads: 8-group tasks,
@@ -132,19 +132,14 @@ Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, 
       : m <= kFewCols
           ? std::clamp<int64_t>(groups / (4 * pool.size()), kGroupsPerTaskGemm, kGroupsPerTaskFew)
           : kGroupsPerTaskGemm;
-  const int64_t row_tasks = (groups + per_task - 1) / per_task;
-  const int64_t col_tiles = (m + kColsPerTile - 1) / kColsPerTile;
   const size_t gb = kern::packed_group_bytes(w.type, k);
   const uint8_t* wd = w.data.data();
-  pool.parallel_for(row_tasks * col_tiles, [&](int64_t task, int) {
-    const int64_t ct = task / row_tasks;  // tile-major: neighbours share the activation tile
-    const int64_t rt = task % row_tasks;
-    const int64_t g0 = rt * per_task;
-    const int64_t r0 = g0 * kern::kPackRows;
-    const int64_t nr = std::min(per_task * kern::kPackRows, n - r0);
-    const int64_t c0 = ct * kColsPerTile, nc = std::min(kColsPerTile, m - c0);
-    kr.gemm(k, wd + sz(g0) * gb, nr, act + sz(c0) * a_row, a_row, nc, y + c0 * n + r0, sz(n));
-  });
+  for_each_matmul_task(
+      pool, groups, per_task, m, [&](int64_t g0, int64_t ng, int64_t c0, int64_t nc) {
+        const int64_t r0 = g0 * kern::kPackRows;
+        const int64_t nr = std::min(ng * kern::kPackRows, n - r0);
+        kr.gemm(k, wd + sz(g0) * gb, nr, act + sz(c0) * a_row, a_row, nc, y + c0 * n + r0, sz(n));
+      });
   return {};
 }
 
