@@ -18,12 +18,15 @@ struct AxisTaps {
   std::vector<int> first;
   std::vector<int> count;
   int stride = 0;                // weights per output position (max taps)
-  std::vector<int32_t> weights;  // stride per output position, zero padded
+  std::vector<int16_t> weights;  // stride per output position, zero padded
   int precision = 0;             // fixed-point bits
 };
 
 // Separable bilinear ("triangle") filter with antialiasing when shrinking, computed in double
-// like ATen: scale = in/out, support = max(scale, 1), centre = scale * (i + 0.5).
+// like ATen: scale = in/out, support = max(scale, 1), centre = scale * (i + 0.5). The double
+// weights of one position are made twice (once for the largest weight, which sets the
+// precision, once to quantise) so that only int16 weights are stored: a very wide image
+// shrunk a lot has about 2 * in_size taps.
 AxisTaps compute_taps(int in_size, int out_size) {
   const double scale = static_cast<double>(in_size) / static_cast<double>(out_size);
   const double support = scale >= 1.0 ? scale : 1.0;
@@ -33,28 +36,31 @@ AxisTaps compute_taps(int in_size, int out_size) {
   taps.stride = static_cast<int>(std::ceil(support)) * 2 + 1;
   taps.first.resize(out_size);
   taps.count.resize(out_size);
-  std::vector<double> wd(static_cast<size_t>(out_size) * taps.stride, 0.0);
-  double max_weight = 0.0;
-  for (int i = 0; i < out_size; ++i) {
+  std::vector<double> w(taps.stride);
+  // Normalised double weights of output position i into w; returns the tap count.
+  auto position = [&](int i) {
     const double center = scale * (i + 0.5);
     const int xmin = std::max(static_cast<int>(center - support + 0.5), 0);
     const int xmax = std::min(static_cast<int>(center + support + 0.5), in_size);
     const int n = std::clamp(xmax - xmin, 0, taps.stride);
     taps.first[i] = xmin;
     taps.count[i] = n;
-    double* w = wd.data() + static_cast<size_t>(i) * taps.stride;
     double total = 0.0;
     for (int j = 0; j < n; ++j) {
       double x = (j + xmin - center + 0.5) * inv_scale;
       if (x < 0.0) x = -x;
-      const double v = x < 1.0 ? 1.0 - x : 0.0;
-      w[j] = v;
-      total += v;
+      w[j] = x < 1.0 ? 1.0 - x : 0.0;
+      total += w[j];
     }
-    for (int j = 0; j < n; ++j) {
-      if (total != 0.0) w[j] /= total;
-      max_weight = std::max(max_weight, w[j]);
+    if (total != 0.0) {
+      for (int j = 0; j < n; ++j) w[j] /= total;
     }
+    return n;
+  };
+  double max_weight = 0.0;
+  for (int i = 0; i < out_size; ++i) {
+    const int n = position(i);
+    for (int j = 0; j < n; ++j) max_weight = std::max(max_weight, w[j]);
   }
   // The largest precision (< 22 bits) whose biggest weight still fits in int16.
   int p = 0;
@@ -63,10 +69,14 @@ AxisTaps compute_taps(int in_size, int out_size) {
     if (next >= (1 << 15)) break;
   }
   taps.precision = p;
-  taps.weights.resize(wd.size());
-  for (size_t k = 0; k < wd.size(); ++k) {
-    const double v = wd[k] * static_cast<double>(1 << p);
-    taps.weights[k] = static_cast<int32_t>(v < 0 ? -0.5 + v : 0.5 + v);
+  taps.weights.assign(static_cast<size_t>(out_size) * taps.stride, 0);
+  for (int i = 0; i < out_size; ++i) {
+    const int n = position(i);
+    int16_t* q = taps.weights.data() + static_cast<size_t>(i) * taps.stride;
+    for (int j = 0; j < n; ++j) {
+      const double v = w[j] * static_cast<double>(1 << p);
+      q[j] = static_cast<int16_t>(v < 0 ? -0.5 + v : 0.5 + v);
+    }
   }
   return taps;
 }
@@ -81,7 +91,7 @@ void horizontal_row(const AxisTaps& t, const uint8_t* in, uint8_t* out) {
   const int64_t bias = int64_t{1} << (t.precision - 1);
   const int out_w = static_cast<int>(t.first.size());
   for (int x = 0; x < out_w; ++x) {
-    const int32_t* w = t.weights.data() + static_cast<size_t>(x) * t.stride;
+    const int16_t* w = t.weights.data() + static_cast<size_t>(x) * t.stride;
     const uint8_t* src = in + static_cast<size_t>(t.first[x]) * 3;
     for (int c = 0; c < 3; ++c) {
       int64_t acc = bias;
@@ -133,7 +143,7 @@ RgbImage resize_separable(const RgbImage& src, int out_w, int out_h) {
       window.emplace_back(mid_row);
       source_row(window_first + static_cast<int>(window.size()) - 1, window.back().data());
     }
-    const int32_t* w = tv.weights.data() + static_cast<size_t>(y) * tv.stride;
+    const int16_t* w = tv.weights.data() + static_cast<size_t>(y) * tv.stride;
     std::fill(acc.begin(), acc.end(), bias);
     for (int j = 0; j < count; ++j) {
       const uint8_t* in = window[first + j - window_first].data();
