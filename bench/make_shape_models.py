@@ -8,6 +8,10 @@ Writes an F16 GGUF with random weights (normal, std 0.02; norms = 1) and the rea
                  tensor, exactly as convert_hf_to_gguf.py writes it
   smollm-135m    llama arch: n_embd 576, 30 layers, 9 heads, 3 kv heads, ff 1536,
                  vocab 49152 (starcoder tokenizer, the same size as SmolLM's), tied
+  lfm2-350m      lfm2 arch (shared/spec/LFM2.md §5): n_embd 1024, 16 layers (attention at 2, 5,
+                 8, 10, 12, 14, short conv L = 3 elsewhere), 16 heads, 8 kv heads, ff 4608,
+                 vocab 65536 (the first 65536 pieces of the real Gemma 3 SentencePiece vocab:
+                 LFM2's own tokenizer is not on a registry), tied, theta 1e6; conv taps F32
 then quantizes it with llama.cpp's own quantizer (llama_cpp.llama_model_quantize) to Q4_0,
 Q4_K_M and Q8_0. The tokenizer.* keys are copied from llama.cpp's vocab-only GGUFs.
 
@@ -44,6 +48,11 @@ SHAPES = {
         llama3_rope=None, name="SmolLM-135M shape (random weights)",
     ),
 }
+SHAPES["lfm2-350m"] = dict(
+    n_embd=1024, n_layer=16, n_head=16, n_head_kv=8, n_ff=4608, n_vocab=65536, ctx=128000,
+    rope_theta=1e6, eps=1e-5, attn_layers=(2, 5, 8, 10, 12, 14), l_cache=3,
+    name="LFM2-350M shape (random weights)",
+)
 QUANTS = {"Q4_0": 2, "Q8_0": 7, "Q4_K_M": 15}  # LLAMA_FTYPE_MOSTLY_*
 
 
@@ -90,10 +99,86 @@ def llama3_rope_freqs(head_dim: int, theta: float, s: dict) -> np.ndarray:
     return np.array(factors, dtype=np.float32)
 
 
+def copy_truncated_spm_vocab(writer, n_vocab: int) -> None:
+    """The real Gemma 3 vocab (SentencePiece, tokenizer.ggml.model = llama) cut to n_vocab."""
+    import gguf
+
+    model = pathlib.Path(os.environ.get("GENIEX_MODEL", pathlib.Path.home() / ".cache/geniex/models/gemma-3-270m-q4_k_m.gguf"))
+    r = gguf.GGUFReader(str(model))
+    for key, field in r.fields.items():
+        if not key.startswith("tokenizer.") or key == "tokenizer.chat_template":
+            continue
+        vt = field.types[0]
+        val = field.contents()
+        if vt == gguf.GGUFValueType.ARRAY:
+            if len(val) > n_vocab:
+                val = val[:n_vocab]
+            writer.add_array(key, val)
+        else:
+            writer.add_key_value(key, val, vt)
+
+
+def write_lfm2_f16(shape: str, path: pathlib.Path, seed: int) -> None:
+    import gguf
+
+    c = SHAPES[shape]
+    rng = np.random.default_rng(seed)
+    E, d = c["n_embd"], c["n_embd"] // c["n_head"]
+    kv = c["n_head_kv"] * d
+
+    def rand(*dims):
+        return (rng.standard_normal(dims, dtype=np.float32) * 0.02).astype(np.float16)
+
+    tmp = path.with_suffix(".tmp")
+    w = gguf.GGUFWriter(str(tmp), "lfm2")
+    w.add_name(c["name"])
+    w.add_context_length(c["ctx"])
+    w.add_embedding_length(E)
+    w.add_block_count(c["n_layer"])
+    w.add_feed_forward_length(c["n_ff"])
+    w.add_head_count(c["n_head"])
+    w.add_head_count_kv([c["n_head_kv"] if i in c["attn_layers"] else 0 for i in range(c["n_layer"])])
+    w.add_shortconv_l_cache(c["l_cache"])
+    w.add_rope_freq_base(c["rope_theta"])
+    w.add_layer_norm_rms_eps(c["eps"])
+    w.add_vocab_size(c["n_vocab"])
+    w.add_file_type(1)
+    copy_truncated_spm_vocab(w, c["n_vocab"])
+    ones = lambda n: np.ones(n, dtype=np.float32)  # noqa: E731
+    w.add_tensor("token_embd.weight", rand(c["n_vocab"], E))
+    w.add_tensor("token_embd_norm.weight", ones(E))
+    for i in range(c["n_layer"]):
+        p = f"blk.{i}."
+        w.add_tensor(p + "attn_norm.weight", ones(E))
+        if i in c["attn_layers"]:
+            w.add_tensor(p + "attn_q.weight", rand(E, E))
+            w.add_tensor(p + "attn_k.weight", rand(kv, E))
+            w.add_tensor(p + "attn_v.weight", rand(kv, E))
+            w.add_tensor(p + "attn_output.weight", rand(E, E))
+            w.add_tensor(p + "attn_q_norm.weight", ones(d))
+            w.add_tensor(p + "attn_k_norm.weight", ones(d))
+        else:
+            w.add_tensor(p + "shortconv.in_proj.weight", rand(3 * E, E))
+            w.add_tensor(p + "shortconv.conv.weight", rng.standard_normal((E, c["l_cache"]), dtype=np.float32) * 0.5)
+            w.add_tensor(p + "shortconv.out_proj.weight", rand(E, E))
+        w.add_tensor(p + "ffn_norm.weight", ones(E))
+        w.add_tensor(p + "ffn_gate.weight", rand(c["n_ff"], E))
+        w.add_tensor(p + "ffn_up.weight", rand(c["n_ff"], E))
+        w.add_tensor(p + "ffn_down.weight", rand(E, c["n_ff"]))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file(progress=False)
+    w.close()
+    tmp.rename(path)
+
+
 def write_f16(shape: str, path: pathlib.Path, seed: int) -> None:
     import gguf
 
     c = SHAPES[shape]
+    if shape.startswith("lfm2"):
+        write_lfm2_f16(shape, path, seed)
+        return
     rng = np.random.default_rng(seed)
     head_dim = c["n_embd"] // c["n_head"]
 
