@@ -190,7 +190,8 @@ TEST(ForwardGraph, RejectsBadInputs) {
 }
 
 // llama.cpp's rule for the rotation around a quantized cache: K by the largest power of two
-// dividing the head (at least 64), V by 64, only for quantized caches and heads of 64k elements.
+// dividing the head (at least 64), V by 64; only for quantized caches and head sizes that are
+// multiples of 64.
 TEST(ForwardGraph, KvRotationFollowsLlamaCppRule) {
   ModelConfig c;
   auto rot = [&](uint32_t dk, uint32_t dv, GgmlType t) {
