@@ -212,10 +212,25 @@ Result<TensorDesc> infer_shape(OpKind kind, const std::vector<TensorDesc>& in, c
       if (!(p.eps >= 0.0f)) return bad(kind, in, "eps must be >= 0");
       return in[0];
     }
+    case OpKind::kLayerNorm: {
+      GENIEX_TRY(expect_inputs(kind, in, 1, 3));
+      GENIEX_TRY(expect_type(kind, in, 0, kF32, "x"));
+      for (size_t i = 1; i < in.size(); ++i) {
+        const char* what = i == 1 ? "w" : "b";
+        GENIEX_TRY(expect_type(kind, in, i, kF32, what));
+        if (!is_vector(in[i]) || in[i].ne[0] != in[0].ne[0]) {
+          return bad(kind, in,
+                     std::string(what) + " must be [ne0] = [" + std::to_string(in[0].ne[0]) + "]");
+        }
+      }
+      if (!(p.eps >= 0.0f)) return bad(kind, in, "eps must be >= 0");
+      return in[0];
+    }
     case OpKind::kRope: return infer_rope(in, p);
     case OpKind::kAttention: return infer_attention(in, p);
     case OpKind::kSoftmax:
     case OpKind::kGelu:
+    case OpKind::kGeluErf:
     case OpKind::kSilu:
     case OpKind::kScale:
     case OpKind::kSoftcap: {

@@ -117,6 +117,36 @@ TEST(GraphShape, RmsNormWeightMustMatchRow) {
   EXPECT_FALSE(g.add_op(OpKind::kRmsNorm, {x, w_bad}).ok());
 }
 
+TEST(GraphShape, LayerNormWeightAndBiasMustMatchRow) {
+  Graph g;
+  NodeId x = g.add_input(make_desc(kF32, 8, 2, 3), "x");
+  NodeId w = g.add_weight(make_desc(kF32, 8), "w");
+  NodeId b16 = g.add_weight(make_desc(GgmlType::kF16, 8), "b16");  // dequantized by reference
+  NodeId w_bad = g.add_weight(make_desc(kF32, 4), "w4");
+  NodeId w_2d = g.add_weight(make_desc(kF32, 8, 2), "w2d");
+  NodeId ids = g.add_input(make_desc(kI32, 8), "ids");
+  for (const auto& ins : {std::vector<NodeId>{x}, {x, w}, {x, w, b16}, {x, b16, w}}) {
+    auto y = g.add_op(OpKind::kLayerNorm, ins);
+    ASSERT_TRUE(y.ok()) << y.status().to_string();
+    EXPECT_EQ(g.node(*y).desc, make_desc(kF32, 8, 2, 3));
+  }
+  EXPECT_FALSE(g.add_op(OpKind::kLayerNorm, {x, w_bad}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kLayerNorm, {x, w, w_bad}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kLayerNorm, {x, w, w_2d}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kLayerNorm, {x, w, b16, w}).ok());  // at most 3 inputs
+  EXPECT_FALSE(g.add_op(OpKind::kLayerNorm, {ids}).ok());
+  OpParams p;
+  p.eps = -1.0f;
+  EXPECT_FALSE(g.add_op(OpKind::kLayerNorm, {x, w}, p).ok());
+  auto gelu = g.add_op(OpKind::kGeluErf, {x});
+  ASSERT_TRUE(gelu.ok());
+  EXPECT_EQ(g.node(*gelu).desc, make_desc(kF32, 8, 2, 3));
+  EXPECT_FALSE(g.add_op(OpKind::kGeluErf, {x, x}).ok());
+  EXPECT_FALSE(g.add_op(OpKind::kGeluErf, {ids}).ok());
+  EXPECT_EQ(op_name(OpKind::kLayerNorm), "LayerNorm");
+  EXPECT_EQ(op_name(OpKind::kGeluErf), "GeluErf");
+}
+
 TEST(GraphShape, RopeChecks) {
   Graph g;
   NodeId x = g.add_input(make_desc(kF32, 8, 2, 3), "x");

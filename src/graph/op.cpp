@@ -23,6 +23,8 @@ std::string_view op_name(OpKind kind) {
     case OpKind::kHadamard: return "Hadamard";
     case OpKind::kShortConv: return "ShortConv";
     case OpKind::kShortConvState: return "ShortConvState";
+    case OpKind::kLayerNorm: return "LayerNorm";
+    case OpKind::kGeluErf: return "GeluErf";
   }
   return "Unknown";
 }

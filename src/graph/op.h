@@ -45,10 +45,13 @@ enum class OpKind : uint8_t {
                 ///<   padding, output 0). Without state / seq: one fresh sequence (zeros)
   kShortConvState,  ///< {u [E, T], state [E, L-1, S], seq [T] I32} -> [E, L-1, S]: each slot's
                     ///<   state advanced by its tokens (the last L-1 columns of state ++ u)
+  kLayerNorm,  ///< {x}, {x, w [ne0]} or {x, w, b [ne0]}: (x - mean) / sqrt(var + eps) (* w) (+ b)
+               ///<   over ne[0] of each row, var the biased variance (PyTorch nn.LayerNorm)
+  kGeluErf,    ///< {x}: exact GELU 0.5 x (1 + erf(x / sqrt(2))) (PyTorch / HF "gelu")
 };
 
 /// The last kind, for loops over every kind.
-inline constexpr OpKind kLastOpKind = OpKind::kShortConvState;
+inline constexpr OpKind kLastOpKind = OpKind::kGeluErf;
 /// Largest kHadamard block width (a head is at most a few hundred elements).
 inline constexpr int32_t kMaxHadamardN = 4096;
 
@@ -82,7 +85,7 @@ struct AttentionParams {
 
 /// Per-kind parameters; fields a kind does not use are ignored.
 struct OpParams {
-  float eps = 1e-6f;                         ///< kRmsNorm
+  float eps = 1e-6f;                         ///< kRmsNorm, kLayerNorm
   float scale = 1.0f;                        ///< kScale factor, kSoftmax input scale, kSoftcap cap
   RopeParams rope;                           ///< kRope
   AttentionParams attn;                      ///< kAttention

@@ -108,6 +108,48 @@ void rms_norm_row(const float* x, const float* w, int64_t n, double sum_sq, floa
   }
 }
 
+Status layer_norm(std::span<const float> x, std::span<const float> w, std::span<const float> b,
+                  int64_t n, float eps, std::span<float> y) {
+  if (n <= 0 || x.size() % sz(n) != 0) return invalid_argument("layer_norm: x is not rows of n");
+  if (!w.empty()) GENIEX_TRY(check_size("layer_norm", "w", w.size(), n));
+  if (!b.empty()) GENIEX_TRY(check_size("layer_norm", "b", b.size(), n));
+  GENIEX_TRY(check_size("layer_norm", "y", y.size(), static_cast<int64_t>(x.size())));
+  for (size_t r = 0; r < x.size() / sz(n); ++r) {
+    const float* xr = x.data() + r * sz(n);
+    const double mean = layer_norm_sum(xr, n) / static_cast<double>(n);
+    layer_norm_row(xr, w.empty() ? nullptr : w.data(), b.empty() ? nullptr : b.data(), n, mean,
+                   layer_norm_sum_sq_dev(xr, n, mean), eps, y.data() + r * sz(n));
+  }
+  return {};
+}
+
+double layer_norm_sum(const float* x, int64_t n) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+double layer_norm_sum_sq_dev(const float* x, int64_t n, double mean) {
+  double ss = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = x[i] - mean;
+    ss += d * d;
+  }
+  return ss;
+}
+
+void layer_norm_row(const float* x, const float* w, const float* b, int64_t n, double mean,
+                    double sum_sq_dev, float eps, float* y) {
+  const double inv =
+      1.0 / std::sqrt(sum_sq_dev / static_cast<double>(n) + static_cast<double>(eps));
+  for (int64_t i = 0; i < n; ++i) {
+    double v = (x[i] - mean) * inv;
+    if (w != nullptr) v *= static_cast<double>(w[i]);
+    if (b != nullptr) v += static_cast<double>(b[i]);
+    y[i] = static_cast<float>(v);
+  }
+}
+
 Status softmax(std::span<const float> x, int64_t n, float scale, std::span<float> y) {
   if (n <= 0 || x.size() % sz(n) != 0) return invalid_argument("softmax: x is not rows of n");
   GENIEX_TRY(check_size("softmax", "y", y.size(), static_cast<int64_t>(x.size())));
@@ -177,6 +219,11 @@ float gelu_tanh(float x) {
   return static_cast<float>(0.5 * v * (1.0 + std::tanh(k * (v + 0.044715 * v * v * v))));
 }
 
+float gelu_erf(float x) {
+  const double v = x;
+  return static_cast<float>(0.5 * v * std::erfc(-v / std::sqrt(2.0)));
+}
+
 float silu(float x) {
   const double v = x;
   return static_cast<float>(v / (1.0 + std::exp(-v)));
@@ -187,6 +234,7 @@ Status unary(OpKind kind, std::span<const float> x, float scale, std::span<float
   for (size_t i = 0; i < x.size(); ++i) {
     switch (kind) {
       case OpKind::kGelu: y[i] = gelu_tanh(x[i]); break;
+      case OpKind::kGeluErf: y[i] = gelu_erf(x[i]); break;
       case OpKind::kSilu: y[i] = silu(x[i]); break;
       case OpKind::kScale: y[i] = x[i] * scale; break;
       case OpKind::kSoftcap:

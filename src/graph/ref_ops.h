@@ -42,6 +42,22 @@ double rms_sum_squares(const float* x, int64_t n);
 /// backend calls after computing the same sum its own way, so both agree to the bit.
 void rms_norm_row(const float* x, const float* w, int64_t n, double sum_sq, float eps, float* y);
 
+/// kLayerNorm, per row of `n`: y = (x - mean) / sqrt(var + eps) (* w[i]) (+ b[i]), var the biased
+/// (population) variance; `w` and `b` may each be empty. Mean and variance (two passes, sums in
+/// double in index order) and the result in double, rounded once to float.
+Status layer_norm(std::span<const float> x, std::span<const float> w, std::span<const float> b,
+                  int64_t n, float eps, std::span<float> y);
+
+/// layer_norm's first pass over one row: Σ double(x_i), added in index order.
+double layer_norm_sum(const float* x, int64_t n);
+/// layer_norm's second pass: Σ (double(x_i) - mean)^2, added in index order.
+double layer_norm_sum_sq_dev(const float* x, int64_t n, double mean);
+/// layer_norm's scaling of one row (w, b may be null) given mean = layer_norm_sum / n and
+/// sum_sq_dev = layer_norm_sum_sq_dev(x, n, mean): what a faster backend calls after computing
+/// the same sums its own way, so both agree to the bit.
+void layer_norm_row(const float* x, const float* w, const float* b, int64_t n, double mean,
+                    double sum_sq_dev, float eps, float* y);
+
 /// Per row of `n`: y = softmax(x * scale). -inf entries get weight 0; a row that is entirely -inf
 /// gives all zeros (not NaN).
 Status softmax(std::span<const float> x, int64_t n, float scale, std::span<float> y);
@@ -119,7 +135,12 @@ float gelu_tanh(float x);
 /// x / (1 + exp(-x)), in double, rounded to float.
 float silu(float x);
 
-/// Elementwise y = f(x) for kGelu, kSilu, kScale (x * scale) and kSoftcap (scale*tanh(x/scale)).
+/// Exact GELU, 0.5 x (1 + erf(x / sqrt(2))), in double (as 0.5 x erfc(-x / sqrt(2)), which keeps
+/// its relative accuracy for negative x), rounded once.
+float gelu_erf(float x);
+
+/// Elementwise y = f(x) for kGelu, kGeluErf, kSilu, kScale (x * scale) and kSoftcap
+/// (scale*tanh(x/scale)).
 Status unary(OpKind kind, std::span<const float> x, float scale, std::span<float> y);
 
 /// kHadamard: each run of `n` elements of x (n a power of two dividing x.size()) becomes

@@ -268,5 +268,87 @@ TEST(RefOps, ShortConvCarriesEachSlotsState) {
   EXPECT_EQ(short_conv(u, 2, 4, w, 3, state, bad, conv, {}).code(), StatusCode::kOutOfRange);
 }
 
+// kLayerNorm by hand (biased variance, eps under the root) and against a direct float-free
+// computation on random rows with a large common offset (a one-pass E[x^2] - E[x]^2 would lose
+// it: the reference subtracts the mean first).
+TEST(RefOps, LayerNormHandExampleAndOffsetRows) {
+  const std::vector<float> x = {1, 2, 3, 4, -2, -2, -2, -2};
+  const std::vector<float> w = {1, 0.5f, 2, -1};
+  const std::vector<float> b = {0, 1, -1, 0.25f};
+  std::vector<float> y(8);
+  ASSERT_TRUE(ref::layer_norm(x, {}, {}, 4, 0.0f, y).ok());
+  const double inv = 1.0 / std::sqrt(1.25);  // row 1: mean 2.5, var (2.25 + 0.25) * 2 / 4
+  EXPECT_NEAR(y[0], -1.5 * inv, 1e-6);
+  EXPECT_NEAR(y[3], 1.5 * inv, 1e-6);
+  ASSERT_TRUE(ref::layer_norm(x, {}, {}, 4, 1e-5f, y).ok());
+  EXPECT_EQ(y[4], 0.0f);  // a constant row: 0 / sqrt(eps)
+  ASSERT_TRUE(ref::layer_norm(x, w, b, 4, 0.0f, y).ok());
+  EXPECT_NEAR(y[0], -1.5 * inv * 1 + 0, 1e-6);
+  EXPECT_NEAR(y[1], -0.5 * inv * 0.5 + 1, 1e-6);
+  EXPECT_NEAR(y[2], 0.5 * inv * 2 - 1, 1e-6);
+  EXPECT_NEAR(y[3], 1.5 * inv * -1 + 0.25, 1e-6);
+  ASSERT_TRUE(ref::layer_norm(x, w, {}, 4, 0.0f, y).ok());
+  EXPECT_NEAR(y[1], -0.5 * inv * 0.5, 1e-6);
+  ASSERT_TRUE(ref::layer_norm(x, w, b, 4, 1e-5f, y).ok());
+  EXPECT_EQ(y[5], 1.0f);  // the constant row gives b
+
+  const int64_t n = 768;
+  auto r = random_vec(3 * n, 7);
+  for (auto& v : r) v = v * 0.01f + 1000.0f;
+  std::vector<float> ry(r.size());
+  ASSERT_TRUE(ref::layer_norm(r, {}, {}, n, 1e-6f, ry).ok());
+  for (int64_t row = 0; row < 3; ++row) {
+    double mean = 0.0, var = 0.0;
+    for (int64_t i = 0; i < n; ++i) mean += r[row * n + i];
+    mean /= n;
+    for (int64_t i = 0; i < n; ++i) var += (r[row * n + i] - mean) * (r[row * n + i] - mean);
+    var /= n;
+    double s1 = 0.0, s2 = 0.0;  // the output's mean is 0, its variance var / (var + eps)
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(ry[row * n + i], (r[row * n + i] - mean) / std::sqrt(var + 1e-6), 1e-5);
+      s1 += ry[row * n + i];
+      s2 += double(ry[row * n + i]) * ry[row * n + i];
+    }
+    EXPECT_NEAR(s1 / n, 0.0, 1e-6);
+    EXPECT_NEAR(s2 / n, var / (var + 1e-6), 1e-5);
+  }
+  EXPECT_FALSE(ref::layer_norm(x, w, b, 3, 0.0f, y).ok());                      // rows of 3
+  EXPECT_FALSE(ref::layer_norm(x, std::span(w).first(3), b, 4, 0.0f, y).ok());  // w size
+  EXPECT_FALSE(ref::layer_norm(x, w, std::span(b).first(3), 4, 0.0f, y).ok());  // b size
+  EXPECT_FALSE(ref::layer_norm(x, w, b, 4, 0.0f, std::span(y).first(4)).ok());  // y size
+}
+
+// kGeluErf against exact GELU values (0.5 x erfc(-x / sqrt(2)) in float64, Python's math.erfc:
+// what torch.nn.functional.gelu gives in float64) and the identity gelu(x) - gelu(-x) = x; far
+// from the tanh approximation.
+TEST(RefOps, GeluErfIsTheExactGelu) {
+  struct Case {
+    float x;
+    double want;
+  };
+  const Case cases[] = {{0.0f, 0.0},
+                        {1.0f, 0.8413447460685429},
+                        {-1.0f, -0.15865525393145707},
+                        {0.5f, 0.34573123063700656},
+                        {2.0f, 1.9544997361036416},
+                        {-3.0f, -0.004049694094890287},
+                        {-6.0f, -5.919525870226207e-09},
+                        {10.0f, 10.0}};
+  for (const auto& c : cases) {
+    const float got = ref::gelu_erf(c.x);
+    EXPECT_NEAR(got, c.want, std::abs(c.want) * 1e-6 + 1e-30) << c.x;
+  }
+  EXPECT_GT(std::abs(ref::gelu_erf(-1.5f) - ref::gelu_tanh(-1.5f)), 1e-4f);
+  const auto x = random_vec(1000, 11);
+  std::vector<float> y(x.size()), neg(x.size()), yn(x.size());
+  ASSERT_TRUE(ref::unary(OpKind::kGeluErf, x, 1.0f, y).ok());
+  for (size_t i = 0; i < x.size(); ++i) neg[i] = -x[i];
+  ASSERT_TRUE(ref::unary(OpKind::kGeluErf, neg, 1.0f, yn).ok());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(y[i], ref::gelu_erf(x[i]));
+    ASSERT_NEAR(double(y[i]) - yn[i], x[i], 1e-6 * (1 + std::abs(x[i])));
+  }
+}
+
 }  // namespace
 }  // namespace geniex::graph::ref

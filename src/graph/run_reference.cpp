@@ -159,6 +159,17 @@ Status run_op(const Graph& g, Values& v, NodeId id) {
       }
       return ref::rms_norm(x, w, desc(0).ne[0], p.eps, out);
     }
+    case OpKind::kLayerNorm: {
+      GENIEX_ASSIGN_OR_RETURN(auto x, f32_of(g, v, in[0]));
+      std::span<const float> w, b;
+      if (in.size() >= 2) {
+        GENIEX_ASSIGN_OR_RETURN(w, f32_of(g, v, in[1]));
+      }
+      if (in.size() == 3) {
+        GENIEX_ASSIGN_OR_RETURN(b, f32_of(g, v, in[2]));
+      }
+      return ref::layer_norm(x, w, b, desc(0).ne[0], p.eps, out);
+    }
     case OpKind::kRope: {
       GENIEX_ASSIGN_OR_RETURN(auto x, f32_of(g, v, in[0]));
       std::span<const float> ff;
@@ -189,6 +200,7 @@ Status run_op(const Graph& g, Values& v, NodeId id) {
       return ref::softmax(x, desc(0).ne[0], p.scale, out);
     }
     case OpKind::kGelu:
+    case OpKind::kGeluErf:
     case OpKind::kSilu:
     case OpKind::kScale:
     case OpKind::kSoftcap: {

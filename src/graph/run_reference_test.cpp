@@ -193,5 +193,41 @@ TEST(RunReference, BindingErrorsNameTheNode) {
   EXPECT_FALSE(run_reference(g, b).ok());
 }
 
+// A SigLIP2 MLP-style chain: LayerNorm with F16 weight and bias (dequantized by the reference),
+// then exact GELU, matched against direct per-op calls.
+TEST(RunReference, LayerNormWithF16WeightThenGeluErf) {
+  const int64_t e = 32, t = 3;
+  const auto x = gaussian(size_t(e * t), 2.0f, 21);
+  const auto wf = gaussian(size_t(e), 1.0f, 22);
+  const auto bf = gaussian(size_t(e), 0.5f, 23);
+  const auto w16 = quantize(GgmlType::kF16, wf, size_t(e));
+  const auto b16 = quantize(GgmlType::kF16, bf, size_t(e));
+  Graph g;
+  NodeId in = g.add_input(make_desc(kF32, e, t), "x");
+  NodeId w = g.add_weight(make_desc(GgmlType::kF16, e), "ln.weight");
+  NodeId b = g.add_weight(make_desc(GgmlType::kF16, e), "ln.bias");
+  OpParams p;
+  p.eps = 1e-6f;
+  auto h = g.add_op(OpKind::kLayerNorm, {in, w, b}, p, "ln");
+  ASSERT_TRUE(h.ok());
+  auto y = g.add_op(OpKind::kGeluErf, {*h}, {}, "gelu");
+  ASSERT_TRUE(y.ok());
+  std::vector<float> got_h(x.size()), got_y(x.size());
+  Bindings bb;
+  bb.bind_input(in, std::span<const float>(x));
+  bb.bind_weight(w, GgmlType::kF16, w16);
+  bb.bind_weight(b, GgmlType::kF16, b16);
+  bb.bind_output(*h, got_h);
+  bb.bind_output(*y, got_y);
+  ASSERT_TRUE(run_reference(g, bb).ok());
+  std::vector<float> wd(static_cast<size_t>(e)), bd(wd.size()), eh(x.size()), ey(x.size());
+  ASSERT_TRUE(quant::dequantize_row(GgmlType::kF16, w16, wd).ok());
+  ASSERT_TRUE(quant::dequantize_row(GgmlType::kF16, b16, bd).ok());
+  ASSERT_TRUE(ref::layer_norm(x, wd, bd, e, 1e-6f, eh).ok());
+  ASSERT_TRUE(ref::unary(OpKind::kGeluErf, eh, 1.0f, ey).ok());
+  EXPECT_EQ(got_h, eh);
+  EXPECT_EQ(got_y, ey);
+}
+
 }  // namespace
 }  // namespace geniex::graph

@@ -92,6 +92,8 @@ class CpuBackend final : public Backend {
         }
         return {Support::kNative, {}};
       }
+      case OpKind::kLayerNorm:
+      case OpKind::kGeluErf: return {Support::kUnsupported, "no CPU kernel yet"};
       default: return {Support::kNative, {}};
     }
   }
@@ -237,6 +239,8 @@ Status CpuBackend::prepare_weights(const graph::Graph& g) {
       case OpKind::kShortConvState:
       case OpKind::kGetRows: s = prepare_f32_weights(g, id, kFirst); break;
       case OpKind::kShortConv: s = prepare_f32_weights(g, id, kFirstTwo); break;
+      case OpKind::kLayerNorm:
+      case OpKind::kGeluErf: break;  // refused by supports()
     }
     if (!s.ok()) {
       return Status(s.code(),
@@ -506,6 +510,9 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       }
       return cpu::short_conv(a, conv ? out : nullptr, conv ? nullptr : out);
     }
+    case OpKind::kLayerNorm:
+    case OpKind::kGeluErf:
+      return unimplemented(std::string(graph::op_name(n.op)) + ": no CPU kernel yet");
     case OpKind::kGetRows: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
       const auto idx = ispan(1);

@@ -54,7 +54,9 @@ geniex_npu_op_kind to_npu_kind(OpKind kind) {
     case OpKind::kCacheWrite: return GENIEX_NPU_OP_CACHE_WRITE;
     case OpKind::kHadamard:  // not in the plugin ABI (v1): placed elsewhere
     case OpKind::kShortConv:
-    case OpKind::kShortConvState: break;
+    case OpKind::kShortConvState:
+    case OpKind::kLayerNorm:  // not in the plugin ABI (v1): the vision encoder runs elsewhere
+    case OpKind::kGeluErf: break;
   }
   return GENIEX_NPU_OP_COUNT;
 }

@@ -112,6 +112,8 @@ OpSupport OpenclBackend::supports(const graph::Graph& g, NodeId id) const {
     case OpKind::kShortConv:
     case OpKind::kShortConvState:
       return {Support::kUnsupported, "no short-conv kernel (LFM2 conv layers run elsewhere)"};
+    case OpKind::kLayerNorm:
+    case OpKind::kGeluErf: return {Support::kUnsupported, "no OpenCL kernel yet"};
     case OpKind::kCacheWrite: {
       if (kv_type_code(desc(0).dtype) < 0) {
         return {Support::kUnsupported, std::string(ggml_type_name(desc(0).dtype)) +
