@@ -284,6 +284,13 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     sp.scale = cfg.embd_scale;
     GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kScale, {x}, sp));
   }
+  if (spec.inject) {
+    fg.embd_keep = fg.graph.add_input(graph::make_desc(GgmlType::kF32, 1, T), "embd_keep");
+    fg.embd_inject =
+        fg.graph.add_input(graph::make_desc(GgmlType::kF32, cfg.n_embd, T), "embd_inject");
+    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kMul, {x, fg.embd_keep}));
+    GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kAdd, {x, fg.embd_inject}));
+  }
 
   for (uint32_t il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& lw = w.layers[il];

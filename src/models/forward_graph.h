@@ -67,15 +67,23 @@ struct ForwardSpec {
   /// < 0: logits for every token. Else logits for `n_outputs` rows picked by input
   /// `output_rows` (e.g. just the last token while generating).
   int32_t n_outputs = -1;
+  /// Embeddings given instead of some tokens' (images of a vision-language model): inputs
+  /// `embd_keep` [1, n_tokens] F32 (1: the token's own embedding, 0: replaced) and
+  /// `embd_inject` [n_embd, n_tokens] F32 (the replacement rows, 0 elsewhere); the stream
+  /// starts as embedding * keep + inject, after any embedding scale (transformers scatters
+  /// image features into inputs_embeds, which already carry it).
+  bool inject = false;
 };
 
 /// A forward graph over `n_tokens` tokens; positions are an input, so any offset works.
 struct ForwardGraph {
   graph::Graph graph;
-  graph::NodeId token_ids = 0;    ///< input I32 [n_tokens]
-  graph::NodeId positions = 0;    ///< input I32 [n_tokens]
-  graph::NodeId logits = 0;       ///< F32 [n_vocab, n_outputs] (row-major by token)
-  graph::NodeId output_rows = 0;  ///< input I32 [n_outputs] when n_outputs >= 0
+  graph::NodeId token_ids = 0;          ///< input I32 [n_tokens]
+  graph::NodeId positions = 0;          ///< input I32 [n_tokens]
+  graph::NodeId logits = 0;             ///< F32 [n_vocab, n_outputs] (row-major by token)
+  graph::NodeId output_rows = 0;        ///< input I32 [n_outputs] when n_outputs >= 0
+  graph::NodeId embd_keep = kNoNode;    ///< with ForwardSpec::inject: input F32 [1, n_tokens]
+  graph::NodeId embd_inject = kNoNode;  ///< with ForwardSpec::inject: input F32 [n_embd, n_tokens]
   /// Per layer (with a KV cache): inputs I32 kv_slots [n_tokens] (state row of each new token),
   /// kv_rows and kv_pos [kv_list[il]], kv_seg [2, n_tokens] (with spec.segments); the K and V
   /// state nodes; the layer's first CacheWrite (run hooks that page the layer's cache in there).

@@ -8,6 +8,7 @@
 #include "core/status.h"
 #include "gguf/gguf_reader.h"
 #include "models/model_config.h"
+#include "models/tensor_binder.h"
 
 namespace geniex::models {
 
@@ -57,9 +58,6 @@ struct ModelWeights {
   size_t n_bound = 0;   ///< distinct file tensors bound
   size_t n_unused = 0;  ///< file tensors this architecture does not use
 };
-
-/// Maximum number of names listed in a missing-tensor or wrong-shape error.
-inline constexpr size_t kMaxListedTensors = 10;
 
 /// Looks up and checks every tensor `config` implies. Missing required tensors → kNotFound
 /// listing them (first kMaxListedTensors, then a count); wrong shapes or a non-F32 1-D
