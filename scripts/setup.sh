@@ -56,14 +56,14 @@ APT_PACKAGES=(
   g++-aarch64-linux-gnu qemu-user-static
   libgtest-dev googletest libbenchmark-dev
   libhwy-dev libpcre2-dev libicu-dev nlohmann-json3-dev libcli11-dev libboost-dev
-  libcurl4-openssl-dev libssl-dev zlib1g-dev libstb-dev libwebp-dev
+  libcurl4-openssl-dev libssl-dev zlib1g-dev libstb-dev libwebp-dev libjpeg62-turbo-dev
   opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
   chromium chromium-driver
   python3 python3-venv
 )
 # Target (arm64) copies of the libraries the cross build may link; headers-only packages are shared.
 ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64
-  zlib1g-dev:arm64 libstb-dev:arm64 libwebp-dev:arm64)
+  zlib1g-dev:arm64 libstb-dev:arm64 libwebp-dev:arm64 libjpeg62-turbo-dev:arm64)
 
 missing=()
 need_arm64_arch=0

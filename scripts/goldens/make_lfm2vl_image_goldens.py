@@ -19,8 +19,10 @@ smart_resize size) and per view: size, patch grid, tokens, SHA-256 of the uint8 
 of the float32 pixels (H x W x 3, little endian) and of transformers' pixel_values rows for the
 view (patches x 768, unpadded), plus sampled float values. It also keeps the processor's
 input_ids for a three-image prompt (tiny WordLevel tokenizer with the LFM2 marker ids).
-For JPEG inputs it also keeps 8 x 8 block means of PIL's decode: our stb_image decode is not
-libjpeg-turbo's bit for bit (see src/vision/README.md), so JPEG is judged for closeness.
+JPEG cases are held to the same exact hashes: the C++ side decodes JPEG with libjpeg-turbo set
+up as Pillow's JpegDecoder (see src/vision/README.md). The JPEG inputs cover baseline 4:2:0
+(rocket.jpg, as shipped), progressive 4:2:0, baseline and progressive 4:4:4, 4:2:2, grey (one
+component) and Adobe CMYK.
 """
 import hashlib
 import io
@@ -76,6 +78,18 @@ def write_inputs():
     alpha = np.tile(np.linspace(0, 255, 160).astype(np.uint8), (120, 1))[..., None]
     Image.fromarray(np.concatenate([crop, alpha], axis=2), "RGBA").save(
         os.path.join(OUT, "chelsea_rgba.png"))
+    # JPEG variants, re-encoded by Pillow's libjpeg-turbo at fixed settings (small crops).
+    coffee.crop((150, 0, 450, 200)).save(os.path.join(OUT, "coffee_444.jpg"), quality=90,
+                                          subsampling=0)
+    chelsea.save(os.path.join(OUT, "chelsea_progressive.jpg"), quality=80, progressive=True)
+    chelsea.crop((101, 30, 332, 207)).save(os.path.join(OUT, "chelsea_444_progressive.jpg"),
+                                           quality=85, subsampling=0, progressive=True)
+    coffee.crop((0, 100, 257, 283)).save(os.path.join(OUT, "coffee_422.jpg"), quality=85,
+                                         subsampling=1)
+    Image.open(os.path.join(SKDATA, "camera.png")).crop((64, 64, 363, 311)).save(
+        os.path.join(OUT, "camera_grey.jpg"), quality=85)
+    chelsea.crop((150, 60, 311, 181)).convert("CMYK").save(os.path.join(OUT, "chelsea_cmyk.jpg"),
+                                                           quality=90)
 
 
 def write_fuzz_seeds():
@@ -117,6 +131,13 @@ CASES = [
     ("chelsea_lossless_webp", "chelsea_lossless.webp", None),
     ("coffee_lossy_webp", "coffee_lossy.webp", None),
     ("coffee_crop_bmp", "coffee_crop.bmp", None),
+    ("coffee_444_jpg", "coffee_444.jpg", None),                  # 300 x 200 baseline 4:4:4
+    ("chelsea_progressive_jpg", "chelsea_progressive.jpg", None),  # 451 x 300 progressive 4:2:0
+    ("chelsea_444_progressive_jpg", "chelsea_444_progressive.jpg", None),  # 231 x 177
+    ("coffee_422_jpg", "coffee_422.jpg", None),                  # 257 x 183 4:2:2
+    ("camera_grey_jpg", "camera_grey.jpg", None),                # 299 x 247 one component
+    ("chelsea_cmyk_jpg", "chelsea_cmyk.jpg", None),              # 161 x 121 Adobe CMYK
+    ("rocket_1280x854", "rocket.jpg", (1280, 854)),              # JPEG, tiled
     ("coffee_1536x1024", "coffee.png", (1536, 1024)),  # 3 x 2 tiles + thumbnail
     ("chelsea_1000x3000", "chelsea.png", (1000, 3000)),  # 1 x 3
     ("coffee_2000x100", "coffee.png", (2000, 100)),    # half-even rounding, extreme aspect
@@ -135,17 +156,6 @@ def load_case(file, derived):
     if derived is not None:
         rgb = nearest(rgb, *derived)
     return mode, rgb
-
-
-def block_means(rgb, n=8):
-    """Per-channel means of an n x n grid of blocks (JPEG decode closeness check)."""
-    h, w, _ = rgb.shape
-    out = []
-    for i in range(n):
-        for j in range(n):
-            blk = rgb[i * h // n:(i + 1) * h // n, j * w // n:(j + 1) * w // n].astype(np.float64)
-            out.extend(round(float(blk[..., c].mean()), 4) for c in range(3))
-    return out
 
 
 def views_of(out, n_views):
@@ -247,7 +257,6 @@ def main():
                  "derived_size": list(derived) if derived else None,
                  "width": int(rgb.shape[1]), "height": int(rgb.shape[0]),
                  "decoded_sha256": sha(rgb.tobytes()),
-                 "decoded_block_means": block_means(rgb) if file.endswith(".jpg") else None,
                  "runs": [run_case(rgb, t) for t in (True, False)]}
         golden["cases"].append(entry)
         r = entry["runs"][0]

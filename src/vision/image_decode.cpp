@@ -1,15 +1,27 @@
-// stb_image (Debian's compiled libstb) and libwebp behind one Result-returning entry point.
-// Both libraries report failure with a null pointer; nothing here can abort on bad bytes.
+// libjpeg-turbo (JPEG), stb_image (Debian's compiled libstb: PNG, BMP, GIF) and libwebp behind
+// one Result-returning entry point. stb and libwebp report failure with a null pointer;
+// libjpeg's errors come back through setjmp/longjmp (see decode_jpeg). Nothing here can abort
+// on bad bytes.
 #include "vision/image_decode.h"
 
+// jpeglib.h needs FILE and size_t declared before it.
+#include <cstddef>
+#include <cstdio>
+// clang-format off
+#include <jpeglib.h>
+#include <jerror.h>
+// clang-format on
 #include <stb_image.h>
 #include <webp/decode.h>
 #include <webp/types.h>
 
+#include <algorithm>
 #include <climits>
+#include <csetjmp>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/regular_file.h"
 
@@ -56,8 +68,8 @@ RgbImage copy_out(const uint8_t* data, int width, int height) {
   return image;
 }
 
-// stb_image reads past the end of a BMP, GIF or JPEG as zeros and returns a picture; PIL
-// refuses such files ("image file is truncated"), so completeness is checked here first.
+// stb_image reads past the end of a BMP or GIF as zeros and returns a picture; PIL refuses such
+// files ("image file is truncated"), so completeness is checked here first.
 
 // A BMP with uncompressed rows (BI_RGB, BI_BITFIELDS) must hold offset + rows * stride bytes.
 bool bmp_complete(std::span<const uint8_t> b) {
@@ -114,26 +126,183 @@ bool gif_first_frame_complete(std::span<const uint8_t> b) {
   return false;
 }
 
-// Markers cannot occur inside entropy-coded data, so a complete JPEG has its last EOI (FF D9)
-// after its last SOS (FF DA).
-bool jpeg_complete(std::span<const uint8_t> b) {
-  size_t last_sos = 0;
-  size_t last_eoi = 0;
-  for (size_t i = 0; i + 1 < b.size(); ++i) {
-    if (b[i] != 0xFF) continue;
-    if (b[i + 1] == 0xDA) last_sos = i + 1;
-    if (b[i + 1] == 0xD9) last_eoi = i + 1;
-  }
-  return last_sos != 0 && last_eoi > last_sos;
-}
-
 bool complete(std::span<const uint8_t> bytes, ImageFormat format) {
   switch (format) {
     case ImageFormat::kBmp: return bmp_complete(bytes);
     case ImageFormat::kGif: return gif_first_frame_complete(bytes);
-    case ImageFormat::kJpeg: return jpeg_complete(bytes);
     default: return true;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JPEG through libjpeg-turbo, set up as Pillow's JpegDecoder sets it up for Image.open(f): the
+// library's defaults (JDCT_ISLOW, fancy upsampling, no scaling), the colour space libjpeg reads
+// from the markers, and the output colour space by component count: 1 → JCS_GRAYSCALE (PIL mode
+// L), 3 → JCS_RGB (YCbCr converted by libjpeg, RGB passed through), 4 → JCS_CMYK (YCCK converted
+// by libjpeg; Pillow takes the bytes as Adobe-inverted "CMYK;I"). convert("RGB") then gives
+// (g, g, g) for L and Pillow's cmyk2rgb for CMYK, repeated here.
+//
+// libjpeg reports a fatal error by calling error_exit, which must not return: ours longjmps back
+// to the setjmp of the phase function that called into libjpeg. Those phase functions hold only
+// trivially destructible locals (longjmp skips destructors); the libjpeg state lives in a
+// JpegSession owned by decode_jpeg, whose destructor frees it on every path.
+
+constexpr int kMaxJpegScans = 1000;  // more scans than any encoder writes: a progressive bomb
+
+struct JpegErrorManager {
+  jpeg_error_mgr pub;  // first: libjpeg hands cinfo->err back as a jpeg_error_mgr*
+  std::jmp_buf jump;
+  bool hit_eof;  // JWRN_JPEG_EOF: the data ended and libjpeg padded it with a fake EOI
+  char message[JMSG_LENGTH_MAX + 64];
+};
+
+struct JpegSession {
+  jpeg_decompress_struct cinfo;
+  JpegErrorManager err;
+  jpeg_progress_mgr progress;
+  bool eof_before_last_row;
+};
+
+struct JpegSessionOwner {
+  JpegSession s;
+  JpegSessionOwner() { std::memset(&s, 0, sizeof(s)); }
+  JpegSessionOwner(const JpegSessionOwner&) = delete;
+  JpegSessionOwner& operator=(const JpegSessionOwner&) = delete;
+  // jpeg_destroy_decompress is a no-op until jpeg_create_decompress set cinfo.mem.
+  ~JpegSessionOwner() { jpeg_destroy_decompress(&s.cinfo); }
+};
+
+JpegErrorManager* jpeg_errors(j_common_ptr cinfo) {
+  return reinterpret_cast<JpegErrorManager*>(cinfo->err);
+}
+
+void jpeg_on_error(j_common_ptr cinfo) {
+  JpegErrorManager* err = jpeg_errors(cinfo);
+  (*cinfo->err->format_message)(cinfo, err->message);
+  std::longjmp(err->jump, 1);
+}
+
+// Warnings (corrupt entropy data and the like) are ignored as Pillow ignores them, except the
+// end of the data: Pillow raises "image file is truncated" there.
+void jpeg_on_message(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0) return;  // trace messages
+  ++cinfo->err->num_warnings;
+  if (cinfo->err->msg_code == JWRN_JPEG_EOF) jpeg_errors(cinfo)->hit_eof = true;
+}
+
+void jpeg_on_progress(j_common_ptr cinfo) {
+  if (cinfo->is_decompressor == 0) return;
+  const int scans = reinterpret_cast<j_decompress_ptr>(cinfo)->input_scan_number;
+  if (scans > kMaxJpegScans) {
+    JpegErrorManager* err = jpeg_errors(cinfo);
+    std::snprintf(err->message, sizeof(err->message), "more than %d scans", kMaxJpegScans);
+    std::longjmp(err->jump, 1);
+  }
+}
+
+// Phase 1: the markers up to the first scan. False: s->err.message says why.
+bool jpeg_read_header_phase(JpegSession* s, const uint8_t* data, size_t size) {
+  s->cinfo.err = jpeg_std_error(&s->err.pub);
+  s->err.pub.error_exit = jpeg_on_error;
+  s->err.pub.emit_message = jpeg_on_message;
+  if (setjmp(s->err.jump) != 0) return false;
+  jpeg_create_decompress(&s->cinfo);
+  s->progress.progress_monitor = jpeg_on_progress;
+  s->cinfo.progress = &s->progress;
+  jpeg_mem_src(&s->cinfo, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&s->cinfo, TRUE);
+  return true;
+}
+
+// Pillow's CMYK;I unpacking (bytes inverted) followed by its cmyk2rgb, in integers.
+void cmyk_row_to_rgb(const uint8_t* cmyk, uint8_t* rgb, size_t width) {
+  for (size_t x = 0; x < width; ++x, cmyk += 4, rgb += 3) {
+    const int nk = cmyk[3];  // 255 - (255 - K)
+    for (int ch = 0; ch < 3; ++ch) {
+      const int c = 255 - cmyk[ch];
+      const int t = c * nk + 128;
+      const int muldiv255 = ((t >> 8) + t) >> 8;
+      rgb[ch] = static_cast<uint8_t>(std::clamp(nk - muldiv255, 0, 255));
+    }
+  }
+}
+
+// Phase 2: all pixels into `rgb` (width * height * 3 bytes); `scratch` holds one row of width *
+// 4 bytes for grey and CMYK. False: s->err.message says why.
+bool jpeg_decode_phase(JpegSession* s, uint8_t* rgb, uint8_t* scratch) {
+  if (setjmp(s->err.jump) != 0) return false;
+  const JDIMENSION width = s->cinfo.image_width;
+  const JDIMENSION height = s->cinfo.image_height;
+  const int components = s->cinfo.out_color_space == JCS_GRAYSCALE ? 1
+                         : s->cinfo.out_color_space == JCS_CMYK    ? 4
+                                                                   : 3;
+  jpeg_start_decompress(&s->cinfo);
+  if (s->cinfo.output_width != width || s->cinfo.output_height != height ||
+      s->cinfo.output_components != components) {
+    std::snprintf(s->err.message, sizeof(s->err.message), "unexpected output geometry");
+    return false;
+  }
+  while (s->cinfo.output_scanline < height) {
+    uint8_t* row = rgb + static_cast<size_t>(s->cinfo.output_scanline) * width * 3;
+    JSAMPROW target = components == 3 ? row : scratch;
+    if (jpeg_read_scanlines(&s->cinfo, &target, 1) != 1) {
+      std::snprintf(s->err.message, sizeof(s->err.message), "no scanline returned");
+      return false;
+    }
+    if (components == 1) {
+      for (JDIMENSION x = 0; x < width; ++x) {
+        row[3 * x] = row[3 * x + 1] = row[3 * x + 2] = scratch[x];
+      }
+    } else if (components == 4) {
+      cmyk_row_to_rgb(scratch, row, width);
+    }
+  }
+  // Pillow has all rows at this point and ignores a missing EOI; it reports errors only.
+  s->eof_before_last_row = s->err.hit_eof;
+  jpeg_finish_decompress(&s->cinfo);
+  return true;
+}
+
+Result<RgbImage> decode_jpeg(std::span<const uint8_t> bytes, const DecodeOptions& options) {
+  JpegSessionOwner owner;
+  JpegSession* s = &owner.s;
+  auto failure = [&](const char* what) {
+    if (s->err.hit_eof) {
+      return invalid_argument(std::string("image: the jpeg data is truncated (") + s->err.message +
+                              ")");
+    }
+    return invalid_argument(std::string("image: ") + what + ": " + s->err.message);
+  };
+  if (!jpeg_read_header_phase(s, bytes.data(), bytes.size())) {
+    return failure("cannot read the jpeg header");
+  }
+  if (s->err.hit_eof) return invalid_argument("image: the jpeg data is truncated (in the header)");
+  switch (s->cinfo.num_components) {
+    case 1: s->cinfo.out_color_space = JCS_GRAYSCALE; break;
+    case 3: s->cinfo.out_color_space = JCS_RGB; break;
+    case 4: s->cinfo.out_color_space = JCS_CMYK; break;
+    default:
+      return invalid_argument("image: jpeg with " + std::to_string(s->cinfo.num_components) +
+                              " components (1, 3 or 4 are decoded)");
+  }
+  const JDIMENSION width = s->cinfo.image_width;
+  const JDIMENSION height = s->cinfo.image_height;
+  if (width > static_cast<JDIMENSION>(INT_MAX) || height > static_cast<JDIMENSION>(INT_MAX)) {
+    return invalid_argument("image: jpeg dimensions out of range");
+  }
+  GENIEX_TRY(check_size(static_cast<int>(width), static_cast<int>(height), options, "jpeg"));
+  RgbImage image;
+  image.width = static_cast<int>(width);
+  image.height = static_cast<int>(height);
+  image.pixels.resize(image.pixel_count() * 3);
+  std::vector<uint8_t> scratch(static_cast<size_t>(width) * 4);
+  if (!jpeg_decode_phase(s, image.pixels.data(), scratch.data())) {
+    return failure("cannot decode the jpeg data");
+  }
+  if (s->eof_before_last_row) {
+    return invalid_argument("image: the jpeg data is truncated (premature end of the file)");
+  }
+  return image;
 }
 
 Result<RgbImage> decode_with_stb(std::span<const uint8_t> bytes, ImageFormat format,
@@ -209,7 +378,7 @@ Result<RgbImage> decode_image(std::span<const uint8_t> bytes, const DecodeOption
   if (bytes.empty()) return invalid_argument("image: no bytes to decode (empty input)");
   const ImageFormat format = sniff_image_format(bytes);
   switch (format) {
-    case ImageFormat::kJpeg:
+    case ImageFormat::kJpeg: return decode_jpeg(bytes, options);
     case ImageFormat::kPng:
     case ImageFormat::kBmp:
     case ImageFormat::kGif: return decode_with_stb(bytes, format, options);

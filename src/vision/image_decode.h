@@ -1,6 +1,7 @@
-// Decoding image files into RGB: JPEG, PNG, BMP and GIF (first frame) through stb_image, WebP
-// through libwebp. Colour conversion follows PIL's Image.convert("RGB"), which is what
-// transformers' load_image hands to the LFM2-VL processor (see README.md for the exact cases).
+// Decoding image files into RGB: JPEG through libjpeg-turbo (as Pillow decodes it), PNG, BMP and
+// GIF (first frame) through stb_image, WebP through libwebp. Colour conversion follows PIL's
+// Image.convert("RGB"), which is what transformers' load_image hands to the LFM2-VL processor (see
+// README.md for the exact cases).
 #pragma once
 
 #include <cstdint>
