@@ -211,7 +211,7 @@ def gguf_dump(path: Path) -> dict:
 
 
 
-def numpy_features_from_mmproj(mm_path: Path, pixel_rows: np.ndarray, hp: int, wp: int) -> np.ndarray:
+def numpy_features_from_mmproj(mm_path: Path, pixel_rows: np.ndarray, hp: int, wp: int, proj_gelu: str = "erf"):
     """Self-check of the mmproj GGUF: spec §2.3 + §3 in float64 numpy from the GGUF tensors only
     (torch only for the antialiased bilinear resize of the position table). One view."""
     import gguf
@@ -254,7 +254,10 @@ def numpy_features_from_mmproj(mm_path: Path, pixel_rows: np.ndarray, hp: int, w
     g = x.reshape(hp // 2, 2, wp // 2, 2, ev).transpose(0, 2, 1, 3, 4).reshape(-1, 4 * ev)  # dy*2Ev + dx*Ev + c
     g = ln(g, T["mm.input_norm.weight"], T["mm.input_norm.bias"], 1e-5)
     g = lin(g, "mm.1")
-    g = 0.5 * g * (1 + np.vectorize(math.erf)(g / math.sqrt(2)))
+    if proj_gelu == "erf":  # HF projector_hidden_act "gelu"
+        g = 0.5 * g * (1 + np.vectorize(math.erf)(g / math.sqrt(2)))
+    else:  # llama.cpp's projector (spec §3)
+        g = 0.5 * g * (1 + np.tanh(math.sqrt(2 / math.pi) * (g + 0.044715 * g ** 3)))
     return x, lin(g, "mm.2")
 
 # ----------------------------------------------------------------------------- cases
@@ -387,6 +390,66 @@ def compact_json(obj) -> str:
                   lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",")) + "]", txt)
 
 
+
+def load_pixel_rows(case: dict) -> np.ndarray:
+    """HF pixel_values rows of a single-view case (re-run of the image processor)."""
+    import transformers as tf
+    (img,) = case["images"]
+    pil, _ = load_image(img["file"], tuple(img["derived_size_wh"]) if img["derived_size_wh"] else None)
+    e = tf.Lfm2VlImageProcessor(use_thumbnail=True)(images=[pil], return_tensors="pt")
+    v = case["views"][0]
+    rows = e["pixel_values"][0, :v["patches_h"] * v["patches_w"]].numpy()
+    assert sha(rows.astype("<f4").tobytes()) == v["pixel_values_sha256"]
+    return rows
+
+
+def llama_cpp_mtmd_judge(llama_dir: Path, work: Path, text_gguf: Path, mm_gguf: Path, case: dict, tok_ids: dict,
+                         gold_dir: Path, name: str) -> dict:
+    """llama.cpp + libmtmd (llamacpp_mtmd_lfm2vl.cpp) on one single-image case: ids, embeddings, logits."""
+    b = llama_dir / "build"
+    exe = work / "llamacpp_mtmd_lfm2vl"
+    if not exe.exists():
+        libs = [b / "tools/mtmd/libmtmd.a", b / "src/libllama.a", b / "ggml/src/libggml.a",
+                b / "ggml/src/libggml-cpu.a", b / "ggml/src/libggml-base.a"]
+        libs += sorted(b.glob("vendor/**/*.a"))
+        cmd = ["g++", "-O2", "-std=c++17", str(HERE / "llamacpp_mtmd_lfm2vl.cpp"), f"-I{llama_dir / 'include'}",
+               f"-I{llama_dir / 'ggml/include'}", f"-I{llama_dir / 'tools/mtmd'}"] + [str(x) for x in libs] + \
+              ["-fopenmp", "-lpthread", "-o", str(exe)]
+        subprocess.run(cmd, check=True)
+    (img,) = case["images"]
+    _, rgb = load_image(img["file"], tuple(img["derived_size_wh"]) if img["derived_size_wh"] else None)
+    (work / "image.rgb").write_bytes(np.ascontiguousarray(rgb).tobytes())
+    (work / "prompt.txt").write_text(case["prompt_text"].replace("<image>", "<__media__>"), encoding="utf-8")
+    prefix = work / "mtmd"
+    res = subprocess.run([str(exe), str(text_gguf), str(mm_gguf), str(work / "image.rgb"), str(rgb.shape[1]),
+                          str(rgb.shape[0]), str(work / "prompt.txt"), str(prefix)], capture_output=True, text=True)
+    if res.returncode != 0:
+        sys.stderr.write(res.stdout[-3000:] + res.stderr[-6000:])
+        raise SystemExit("llamacpp_mtmd_lfm2vl failed")
+    pos_ids = [int(x) for x in Path(str(prefix) + ".ids").read_text().split()]
+    ids = [tok_ids["<image>"] if t < 0 else t for t in pos_ids]
+    embd = np.fromfile(str(prefix) + ".embd.f32", dtype="<f4").reshape(-1, 64)
+    text_pos = [p for p, t in enumerate(pos_ids) if t >= 0]
+    lg = np.fromfile(str(prefix) + ".logits.f32", dtype="<f4").reshape(len(text_pos), -1)
+    feats = np.load(gold_dir / case["files"]["features"]).astype(np.float64)
+    ref = np.load(gold_dir / case["files"]["logits"]).astype(np.float64)
+    rowmap = {p: i for i, p in enumerate(text_pos)}
+    got = np.stack([lg[rowmap[p]] for p in case["logits_rows"]]).astype(np.float64)
+    (hp, wp) = case["views"][0]["patches_h"], case["views"][0]["patches_w"]
+    enc = load_pixel_rows(case)
+    _, y_tanh = numpy_features_from_mmproj(mm_gguf, enc, hp, wp, proj_gelu="tanh")
+    out = {"ids_equal_hf": ids == case["input_ids"],
+           "features_vs_numpy_tanh_gelu_projector_max_abs_diff": float(np.abs(embd - y_tanh).max()),
+           "features_max_abs_diff": float(np.abs(embd - feats).max()) if embd.shape == feats.shape else None,
+           "logits_stored_rows_max_abs_diff": float(np.abs(got - ref).max()),
+           "top1_agree_stored_rows": int((got.argmax(-1) == ref.argmax(-1)).sum()),
+           "n_stored_rows": len(case["logits_rows"]),
+           "settings": "llamacpp_mtmd_lfm2vl.cpp: libmtmd of the sdist's vendor/llama.cpp (CPU, 2 threads), "
+                       "F32 KV, no flash attention, prompt with mtmd's media marker, image chunk via "
+                       "mtmd_helper_decode_image_chunk"}
+    print(f"  llama.cpp mtmd on {name}: {out}", flush=True)
+    return out
+
 # ----------------------------------------------------------------------------- main
 
 def main() -> int:
@@ -394,6 +457,9 @@ def main() -> int:
     ap.add_argument("--out-dir", type=Path, default=REPO / "tests/data/models")
     ap.add_argument("--llama-cpp-dir", type=Path, default=GOLDENS_HOME / "llama_cpp_python-0.3.36/vendor/llama.cpp")
     ap.add_argument("--keep-work", type=Path, default=None, help="keep the HF checkpoint here")
+    ap.add_argument("--llama-cpp-judge", action="store_true",
+                    help="also run llama.cpp + libmtmd (needs the sdist build's tools/mtmd/libmtmd.a: "
+                         "ninja -C vendor/llama.cpp/build mtmd) on case small")
     args = ap.parse_args()
 
     import PIL
@@ -447,6 +513,9 @@ def main() -> int:
     for name, images, messages in CASES:
         cases[name] = run_case(ref, proc, tok_ids, name, images, messages, gold_dir, mm_gguf)
 
+    if args.llama_cpp_judge:
+        cases["small"]["llama_cpp"] = llama_cpp_mtmd_judge(args.llama_cpp_dir, work, text_gguf, mm_gguf,
+                                                           cases["small"], tok_ids, gold_dir, "small")
     cfg = json.loads((mdir / "config.json").read_text())
     summary = {
         "generator": "scripts/goldens/make_tiny_lfm2vl.py",
