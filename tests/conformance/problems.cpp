@@ -15,13 +15,14 @@ std::vector<Subject> all_subjects() {
     if (tr && quant::can_vec_dot(tr->type)) out.push_back({name(OpKind::kMatMul), tr->type});
   }
   for (GgmlType t : {kF32, kF16}) out.push_back({name(OpKind::kRmsNorm), t});
+  for (GgmlType t : {kF32, kF16}) out.push_back({name(OpKind::kLayerNorm), t});
   out.push_back({name(OpKind::kRope), kF32});
   for (GgmlType t : {kF32, kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     out.push_back({name(OpKind::kAttention), t});
   }
   for (OpKind k : {OpKind::kSoftmax, OpKind::kGelu, OpKind::kSilu, OpKind::kScale, OpKind::kSoftcap,
                    OpKind::kGlu, OpKind::kGetRows, OpKind::kHadamard, OpKind::kShortConv,
-                   OpKind::kShortConvState}) {
+                   OpKind::kShortConvState, OpKind::kGeluErf}) {
     out.push_back({name(k), kF32});
   }
   for (OpKind k : {OpKind::kMul, OpKind::kAdd, OpKind::kReshape}) {
@@ -40,6 +41,7 @@ ProblemList make_problems(const Subject& s, const Target& tg) {
   if (is(OpKind::kMatMul)) return matmul_problems(s.dtype, tg);
   if (is(OpKind::kEmbedding)) return embedding_problems(s.dtype, tg);
   if (is(OpKind::kRmsNorm)) return rms_norm_problems(s.dtype, tg);
+  if (is(OpKind::kLayerNorm)) return layer_norm_problems(s.dtype, tg);
   if (is(OpKind::kRope)) return rope_problems(tg);
   if (is(OpKind::kAttention)) return attention_problems(s.dtype, tg);
   if (is(OpKind::kCacheWrite)) return cache_write_problems(s.dtype, tg);
@@ -51,8 +53,8 @@ ProblemList make_problems(const Subject& s, const Target& tg) {
   if (is(OpKind::kReshape)) return reshape_problems(s.dtype, tg);
   if (is(OpKind::kAdd)) return binary_problems(OpKind::kAdd, s.dtype, tg);
   if (is(OpKind::kMul)) return binary_problems(OpKind::kMul, s.dtype, tg);
-  for (OpKind k :
-       {OpKind::kSoftmax, OpKind::kGelu, OpKind::kSilu, OpKind::kScale, OpKind::kSoftcap}) {
+  for (OpKind k : {OpKind::kSoftmax, OpKind::kGelu, OpKind::kGeluErf, OpKind::kSilu, OpKind::kScale,
+                   OpKind::kSoftcap}) {
     if (is(k)) return unary_problems(k, tg);
   }
   if (s.name == "DecoderBlock") return decoder_block_problems(s.dtype, tg);

@@ -55,6 +55,8 @@ ProblemList make_problems(const Subject& s, const Target& target);
 ProblemList matmul_problems(GgmlType t, const Target& target);
 ProblemList embedding_problems(GgmlType t, const Target& target);
 ProblemList rms_norm_problems(GgmlType t, const Target& target);
+/// kLayerNorm (t: the weight / bias type; F32 also without them).
+ProblemList layer_norm_problems(GgmlType t, const Target& target);
 ProblemList rope_problems(const Target& target);
 ProblemList unary_problems(OpKind kind, const Target& target);
 ProblemList glu_problems(const Target& target);

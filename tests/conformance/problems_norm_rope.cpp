@@ -1,4 +1,6 @@
-// RmsNorm (plain, with an F32 or F16 weight, chained; Gemma's widths) and RoPE (both pairings,
+// RmsNorm (plain, with an F32 or F16 weight, chained; Gemma's widths), LayerNorm (SigLIP2's and
+// the test models' widths, with and without weight / bias, rows with a large mean, the vision
+// MLP's LayerNorm -> exact GELU) and RoPE (both pairings,
 // partial rotation, frequency factors, large positions, Gemma's bases; chains of RoPEs that
 // share one positions node across parameter sets and runs).
 #include <string>
@@ -54,6 +56,56 @@ ProblemList rms_norm_problems(GgmlType t, const Target& tg) {
       p->out = p->op(OpKind::kRmsNorm, {x, p->weight(kF32, ne[0], 1, 1.0f)}, prm);
       out.push_back(std::move(p));
     }
+  }
+  return out;
+}
+
+ProblemList layer_norm_problems(GgmlType t, const Target& tg) {
+  ProblemList out;
+  struct Shape {
+    int64_t e, rows;
+    bool heavy;
+  };
+  std::vector<Shape> shapes;
+  if (tg.is_static()) {
+    for (int64_t m : tg.tokens({})) shapes.push_back({64, m, false});
+  } else {  // the tiny test models, an odd width, SigLIP2 base / so400m, the projector's input
+    shapes = {{32, 13, false},  {128, 37, false}, {75, 5, false},
+              {768, 29, false}, {1152, 9, true},  {3072, 6, true}};
+  }
+  for (const auto& s : shapes) {
+    // F32: no weight, weight, weight and bias; F16: the weight and bias of this type.
+    for (int mode = t == kF16 ? 1 : 0; mode < 3; ++mode) {
+      auto p = std::make_unique<Problem>();
+      const char* what[] = {" plain", " weight ", " weight+bias "};
+      p->name = "[" + std::to_string(s.e) + ", " + std::to_string(s.rows) + "]" + what[mode] +
+                (mode == 0 ? "" : std::string(ggml_type_name(t)));
+      p->heavy = s.heavy;
+      if (tg.is_static()) p->tokens(s.rows);
+      const NodeId x = p->input({s.e, s.rows, 1, 1}, 3.0f);
+      std::vector<NodeId> in = {x};
+      if (mode >= 1) in.push_back(p->weight(t, s.e, 1, 1.0f, "w"));
+      if (mode == 2) in.push_back(p->weight(t, s.e, 1, 0.5f, "b"));
+      OpParams prm;
+      prm.eps = 1e-6f;
+      p->out = p->op(OpKind::kLayerNorm, in, prm);
+      out.push_back(std::move(p));
+    }
+  }
+  if (tg.is_static()) return out;
+  {  // rows with a large mean of their own (x + a [1, T] offset): the variance pass must subtract
+     // it; then the vision MLP's exact GELU on the normalized rows
+    auto p = std::make_unique<Problem>();
+    p->name = "offset rows [384, 11] -> GeluErf";
+    const NodeId x = p->input({384, 11, 1, 1}, 0.5f);
+    const NodeId shifted = p->op(OpKind::kAdd, {x, p->weight(kF32, 1, 11, 40.0f, "offset")});
+    OpParams prm;
+    prm.eps = 1e-5f;
+    const NodeId n =
+        p->op(OpKind::kLayerNorm,
+              {shifted, p->weight(t, 384, 1, 1.0f, "w"), p->weight(t, 384, 1, 0.5f, "b")}, prm);
+    p->out = p->op(OpKind::kGeluErf, {n});
+    out.push_back(std::move(p));
   }
   return out;
 }

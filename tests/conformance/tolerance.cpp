@@ -54,6 +54,10 @@ const Row kRows[] = {
    "rows dequantized by the scalar reference (or unpacked from a packed copy); in practice "
    "bit-identical"},
   {"cpu", "RmsNorm", kF32F16, "", kMaxRel, 1e-6, "the reference's row kernel; in practice exact"},
+  {"cpu", "LayerNorm", kF32F16, "", kMaxRel, 1e-6,
+   "the reference's double sums in its order (4 rows at once) and its row kernel; in practice exact"},
+  {"cpu", "GeluErf", kF32, "", kMaxRel, 1e-6,
+   "the reference's double erfc per element; in practice exact"},
   {"cpu", "Rope", kF32, "", kMaxRel, 1e-6, "cos / sin tables of the reference's angles"},
   {"cpu", "Rope", kF32, "shared tables", kExact, 0,
    "one table per (positions, parameters, factors node) per run, computed as the reference does"},

@@ -92,8 +92,6 @@ class CpuBackend final : public Backend {
         }
         return {Support::kNative, {}};
       }
-      case OpKind::kLayerNorm:
-      case OpKind::kGeluErf: return {Support::kUnsupported, "no CPU kernel yet"};
       default: return {Support::kNative, {}};
     }
   }
@@ -214,7 +212,8 @@ Status CpuBackend::prepare_weights(const graph::Graph& g) {
     if (n.role == NodeRole::kOp && n.op == OpKind::kMatMul) prepare_matmul_weights(g, id);
   }
   // The F32 operands of each op family (I32 operands and states are never prepared).
-  static constexpr size_t kFirst[] = {0}, kFirstTwo[] = {0, 1}, kRope[] = {0, 2}, kSecond[] = {1};
+  static constexpr size_t kFirst[] = {0}, kFirstTwo[] = {0, 1}, kFirstThree[] = {0, 1, 2},
+                          kRope[] = {0, 2}, kSecond[] = {1};
   for (NodeId id = 0; id < g.size(); ++id) {
     const Node& n = g.node(id);
     if (n.role != NodeRole::kOp) continue;
@@ -239,8 +238,8 @@ Status CpuBackend::prepare_weights(const graph::Graph& g) {
       case OpKind::kShortConvState:
       case OpKind::kGetRows: s = prepare_f32_weights(g, id, kFirst); break;
       case OpKind::kShortConv: s = prepare_f32_weights(g, id, kFirstTwo); break;
-      case OpKind::kLayerNorm:
-      case OpKind::kGeluErf: break;  // refused by supports()
+      case OpKind::kLayerNorm: s = prepare_f32_weights(g, id, kFirstThree); break;
+      case OpKind::kGeluErf: s = prepare_f32_weights(g, id, kFirst); break;
     }
     if (!s.ok()) {
       return Status(s.code(),
@@ -510,9 +509,35 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       }
       return cpu::short_conv(a, conv ? out : nullptr, conv ? nullptr : out);
     }
-    case OpKind::kLayerNorm:
-    case OpKind::kGeluErf:
-      return unimplemented(std::string(graph::op_name(n.op)) + ": no CPU kernel yet");
+    case OpKind::kLayerNorm: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      const float* w = nullptr;
+      const float* bias = nullptr;
+      if (in.size() >= 2) {
+        GENIEX_ASSIGN_OR_RETURN(w, f32_of(g, in[1]));
+      }
+      if (in.size() == 3) {
+        GENIEX_ASSIGN_OR_RETURN(bias, f32_of(g, in[2]));
+      }
+      const int64_t row = desc(0).ne[0];
+      if (row <= 0) return invalid_argument("layer_norm: rows of no elements");
+      for (size_t i = 1; i < in.size(); ++i) {
+        if (desc(i).nelements() != row) {
+          return invalid_argument("layer_norm: weight / bias has " +
+                                  std::to_string(desc(i).nelements()) + " elements, rows have " +
+                                  std::to_string(row));
+        }
+      }
+      cpu::layer_norm_rows(*pool_, x, w, bias, row, desc(0).nrows(), p.eps, out);
+      return {};
+    }
+    case OpKind::kGeluErf: {
+      GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
+      return elementwise([&](int64_t b0, int64_t c) {
+        cpu::gelu_erf_rows(x + b0, out + b0, c);
+        return Status{};
+      });
+    }
     case OpKind::kGetRows: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
       const auto idx = ispan(1);

@@ -137,6 +137,13 @@ Status rope(ThreadPool& pool, Scratch& scratch, const float* x, int64_t head_dim
 void rms_norm_rows(ThreadPool& pool, const float* x, const float* w, int64_t n, int64_t rows,
                    float eps, float* y);
 
+/// LayerNorm of `rows` rows of n floats (w, b: n weights / biases, or null), bit-identical to
+/// graph::ref::layer_norm; several rows' sums run at once (op_layer_norm.cpp).
+void layer_norm_rows(ThreadPool& pool, const float* x, const float* w, const float* b, int64_t n,
+                     int64_t rows, float eps, float* y);
+/// y[i] = the exact GELU of x[i], graph::ref::gelu_erf's value (op_layer_norm.cpp); y may alias x.
+void gelu_erf_rows(const float* x, float* y, int64_t n);
+
 /// ggml's GELU: f16 table lookup of the rounded input (see op_activation.cpp).
 float gelu_f16_table(float x);
 /// y[i] = gelu(x[i]) * up[i] (up may be null: y = gelu(x)), with gelu_f16_table's numerics.
