@@ -112,8 +112,6 @@ OpSupport OpenclBackend::supports(const graph::Graph& g, NodeId id) const {
     case OpKind::kShortConv:
     case OpKind::kShortConvState:
       return {Support::kUnsupported, "no short-conv kernel (LFM2 conv layers run elsewhere)"};
-    case OpKind::kLayerNorm:
-    case OpKind::kGeluErf: return {Support::kUnsupported, "no OpenCL kernel yet"};
     case OpKind::kCacheWrite: {
       if (kv_type_code(desc(0).dtype) < 0) {
         return {Support::kUnsupported, std::string(ggml_type_name(desc(0).dtype)) +
@@ -173,6 +171,19 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
       return launch("rms_norm_f32", {sz(desc(0).nrows()) * wg_, 1, 1}, wg, x, w, has_w, y,
                     ci(desc(0).ne[0]), cl_float{p.eps});
     }
+    case OpKind::kLayerNorm: {
+      GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));
+      cl_mem w = dummy_.get(), b = dummy_.get();
+      if (in.size() >= 2) {
+        GENIEX_ASSIGN_OR_RETURN(w, f32_of(g, in[1]));
+      }
+      if (in.size() == 3) {
+        GENIEX_ASSIGN_OR_RETURN(b, f32_of(g, in[2]));
+      }
+      const cl_int flags = (in.size() >= 2 ? 1 : 0) | (in.size() == 3 ? 2 : 0);
+      return launch("layer_norm_f32", {sz(desc(0).nrows()) * wg_, 1, 1}, wg, x, w, b, flags, y,
+                    ci(desc(0).ne[0]), cl_float{p.eps});
+    }
     case OpKind::kSoftmax: {
       GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));
       return launch("softmax_f32", {sz(desc(0).nrows()) * wg_, 1, 1}, wg, x, y, ci(desc(0).ne[0]),
@@ -180,14 +191,16 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
     }
     case OpKind::kRope: return op_rope(g, id);
     case OpKind::kGelu:
+    case OpKind::kGeluErf:
     case OpKind::kSilu:
     case OpKind::kScale:
     case OpKind::kSoftcap: {
       GENIEX_ASSIGN_OR_RETURN(cl_mem x, f32_of(g, in[0]));
-      const cl_int op = n.op == OpKind::kGelu    ? 0
-                        : n.op == OpKind::kSilu  ? 1
-                        : n.op == OpKind::kScale ? 2
-                                                 : 3;
+      const cl_int op = n.op == OpKind::kGelu      ? 0
+                        : n.op == OpKind::kSilu    ? 1
+                        : n.op == OpKind::kScale   ? 2
+                        : n.op == OpKind::kGeluErf ? 4
+                                                   : 3;
       return launch("unary_f32", flat, wg, x, y, op, cl_float{p.scale}, n_elems);
     }
     case OpKind::kGlu: {

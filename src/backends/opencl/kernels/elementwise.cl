@@ -1,7 +1,7 @@
 // Element-wise ops, one work-item per element; the global size is rounded up to whole
 // work-groups (a prime element count must not force work-groups of one), so each kernel checks
 // its index against n. Unary op codes: 0 GELU (tanh), 1 SiLU, 2 scale,
-// 3 softcap (p * tanh(x / p)).
+// 3 softcap (p * tanh(x / p)), 4 exact GELU (erf).
 
 // As graph/ref_ops.cpp: in wide (double with fp64), rounded once to float.
 inline float gelu_tanh(float x) {
@@ -24,6 +24,12 @@ inline float gelu_f16(float x) {
   return vload_half(0, (const half*)&bits);
 }
 
+// Exact GELU as graph/ref_ops.cpp: 0.5 x erfc(-x / sqrt(2)) in wide, rounded once.
+inline float gelu_erf(float x) {
+  const wide v = x;
+  return (float)((wide)0.5 * v * erfc(-v / sqrt((wide)2.0)));
+}
+
 inline float silu(float x) {
   const wide v = x;
   return (float)(v / ((wide)1.0 + exp(-v)));
@@ -38,6 +44,7 @@ kernel void unary_f32(global const float* x, global float* y, int op, float p, u
     case 0: r = gelu_f16(v); break;
     case 1: r = silu(v); break;
     case 2: r = v * p; break;
+    case 4: r = gelu_erf(v); break;
     default: r = (float)((wide)p * tanh((wide)v / (wide)p)); break;
   }
   y[i] = r;

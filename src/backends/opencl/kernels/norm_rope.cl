@@ -1,4 +1,4 @@
-// Row reductions (RMSNorm, softmax: one work-group per row) and RoPE.
+// Row reductions (RMSNorm, LayerNorm, softmax: one work-group per row) and RoPE.
 
 // Both as graph/ref_ops.cpp, in wide (double with fp64): only the order of the sums differs.
 kernel void rms_norm_f32(global const float* x, global const float* w, int has_w, global float* y,
@@ -14,6 +14,32 @@ kernel void rms_norm_f32(global const float* x, global const float* w, int has_w
   for (int i = lid; i < n; i += WG) {
     wide v = (wide)xr[i] * inv;
     if (has_w) v *= (wide)w[i];
+    y[row * n + i] = (float)v;
+  }
+}
+
+// LayerNorm as graph/ref_ops.cpp: two passes (mean, then squared deviations) in wide, the scaling
+// in wide, rounded once; only the order of the sums differs. flags: bit 0 w given, bit 1 b given.
+kernel void layer_norm_f32(global const float* x, global const float* w, global const float* b,
+                           int flags, global float* y, int n, float eps) {
+  local wide scratch[WG];
+  const size_t row = get_group_id(0);
+  const int lid = get_local_id(0);
+  global const float* xr = x + row * n;
+  wide s = 0;
+  for (int i = lid; i < n; i += WG) s += (wide)xr[i];
+  const wide mean = wg_sum_w(s, scratch) / (wide)n;
+  wide ss = 0;
+  for (int i = lid; i < n; i += WG) {
+    const wide d = (wide)xr[i] - mean;
+    ss += d * d;
+  }
+  ss = wg_sum_w(ss, scratch);
+  const wide inv = (wide)1.0 / sqrt(ss / (wide)n + (wide)eps);
+  for (int i = lid; i < n; i += WG) {
+    wide v = ((wide)xr[i] - mean) * inv;
+    if (flags & 1) v *= (wide)w[i];
+    if (flags & 2) v += (wide)b[i];
     y[row * n + i] = (float)v;
   }
 }
