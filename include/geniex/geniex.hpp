@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "geniex/status.h"
@@ -188,10 +189,33 @@ struct Generation {
 /// Return false to cancel: generation ends with StopReason::kCancelled.
 using TokenCallback = std::function<bool(std::string_view text, int32_t token)>;
 
+/// An image for a vision-language model (a model built with an mmproj file): the encoded bytes
+/// of a JPEG, PNG, BMP, GIF (first frame) or WebP file, or the path of one.
+struct Image {
+  std::string path;            ///< read when `bytes` is empty
+  std::vector<uint8_t> bytes;  ///< the encoded file
+  static Image from_file(std::string path) { return Image{std::move(path), {}}; }
+  static Image from_bytes(std::vector<uint8_t> bytes) { return Image{{}, std::move(bytes)}; }
+};
+
+/// One part of a chat message: text, or an image at that place in the message.
+struct ContentPart {
+  enum class Type { kText, kImage };
+  Type type = Type::kText;
+  std::string text;
+  Image image = {};
+  static ContentPart text_part(std::string t) { return ContentPart{Type::kText, std::move(t)}; }
+  static ContentPart image_part(Image i) { return ContentPart{Type::kImage, {}, std::move(i)}; }
+};
+
 /// One chat turn; role is "system", "user" or "assistant".
 struct ChatMessage {
   std::string role;
   std::string content;
+  /// When not empty, the message's content instead of `content`: text and images in order
+  /// (the chat template sees transformers' list form, [{"type": "image"}, {"type": "text",
+  /// "text": ...}]). Images need a vision-language model.
+  std::vector<ContentPart> parts = {};
 };
 
 /// Facts about a loaded model.
@@ -218,6 +242,12 @@ struct ModelInfo {
   /// landed on a CPU-emulated OpenCL driver. Tools print them on stderr.
   std::vector<std::string> warnings;
   std::string placement;  ///< which backend runs what, e.g. "whole model -> cpu(avx2, 2 threads)"
+  /// Vision-language model: the mmproj file whose encoder turns images into the model's
+  /// embeddings (empty: text only).
+  std::string mmproj_path;
+  /// The text that marks an image's place in a raw prompt (generate with images), e.g.
+  /// "<image>" for LFM2-VL; empty without an mmproj.
+  std::string image_marker;
 };
 
 /// How the CPU backend computes: tuning for benchmarks, tests and unusual hosts. The defaults are
@@ -293,6 +323,13 @@ class Model {
   Result<Generation> generate(std::span<const int32_t> prompt_tokens,
                               const GenerationConfig& config = {},
                               const TokenCallback& on_token = {});
+  /// Completes raw text with images (a vision-language model). Image i goes where the prompt
+  /// has its i-th info().image_marker; images beyond the markers go before the text. Errors:
+  /// more markers than images, an undecodable or oversized image, a text-only model
+  /// (kInvalidArgument), more image tokens than the context holds (kOutOfRange).
+  Result<Generation> generate(std::string_view prompt, std::span<const Image> images,
+                              const GenerationConfig& config = {},
+                              const TokenCallback& on_token = {});
   /// Applies the model's chat template (with the generation prompt) and generates the reply.
   /// The cached context is reused where the new prompt starts with it (multi-turn chat costs
   /// only the new tokens).
@@ -319,6 +356,11 @@ class Model {
   /// context: tokens.size() - first_row rows of n_vocab floats (rows before first_row are not
   /// computed through the output head). For perplexity and tests.
   Result<std::vector<float>> logits(std::span<const int32_t> tokens, int32_t first_row = 0);
+  /// The same for raw text with images (special-token text parsed, BOS added unless the text
+  /// starts with it; images placed as generate() places them). Rows are prompt positions after
+  /// the image expansion.
+  Result<std::vector<float>> logits(std::string_view prompt, std::span<const Image> images,
+                                    int32_t first_row = 0);
 
   /// Forgets the cached context.
   void reset();
@@ -399,6 +441,11 @@ class ModelBuilder {
   /// process-wide.
   ModelBuilder& with_tuning(BackendTuning tuning);
 
+  /// The mmproj GGUF (vision encoder + projector, `general.architecture = clip`) that makes this
+  /// a vision-language model. build() fails when it does not fit the model (another embedding
+  /// width, a projector this build does not run).
+  ModelBuilder& with_mmproj(std::string path);
+
   /// Loads the model. Errors: missing/corrupt file, unknown architecture, missing tensors,
   /// unsupported weight types, memory exhausted — each with a message naming the cause.
   [[nodiscard]] Result<Model> build() const;
@@ -418,6 +465,7 @@ class ModelBuilder {
   std::function<void(std::string_view)> log_;
   std::string plugin_dir_;
   std::string npu_config_;
+  std::string mmproj_;
   bool deterministic_ = false;
   BackendTuning tuning_;
 };

@@ -192,10 +192,16 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
     if (r.kind == Request::Kind::kLogits) {
       n_outputs = std::clamp(r.n_evaluated + chunk - r.logits_from, 1, chunk);
     }
-    items.push_back(StepItem{seq,
-                             std::span<const int32_t>(r.prompt).subspan(
-                                 static_cast<size_t>(r.n_evaluated), static_cast<size_t>(chunk)),
-                             n_outputs});
+    StepItem item{seq,
+                  std::span<const int32_t>(r.prompt).subspan(static_cast<size_t>(r.n_evaluated),
+                                                             static_cast<size_t>(chunk)),
+                  n_outputs};
+    if (r.images) {
+      item.embd_rows = std::span<const int32_t>(r.images->rows)
+                           .subspan(static_cast<size_t>(r.n_evaluated), static_cast<size_t>(chunk));
+      item.embd_table = r.images->table;
+    }
+    items.push_back(item);
     owner.push_back(&r);
     budget -= chunk;
   }

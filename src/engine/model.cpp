@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 
+#include "engine/image_prompt.h"
 #include "engine/model_impl.h"
 #include "engine/request.h"
 #include "engine/sampling/logprobs.h"
@@ -35,7 +36,10 @@ Status Model::load_state(const std::string& path) {
   Impl& m = *impl_;
   return m.batch->with_idle_sequence([&](runtime::KvManager::SeqId seq) {
     GENIEX_TRY(m.kv->load(seq, path, m.state_fingerprint()));
-    Status s = m.check_tokens(m.kv->tokens(seq));
+    // A conversation with images holds image keys (engine/image_prompt.h) at image positions.
+    std::vector<int32_t> ids(m.kv->tokens(seq).begin(), m.kv->tokens(seq).end());
+    if (m.vision) std::erase_if(ids, [](int32_t t) { return t >= engine::kImageKeyBase; });
+    Status s = m.check_tokens(ids);
     if (!s.ok()) m.kv->truncate(seq, 0);
     return s;
   });
@@ -142,7 +146,20 @@ Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> mess
       return invalid_argument("chat message role '" + m.role +
                               "' (expected system, user or assistant)");
     }
-    in.messages.push_back({{"role", m.role}, {"content", m.content}});
+    if (m.parts.empty()) {
+      in.messages.push_back({{"role", m.role}, {"content", m.content}});
+      continue;
+    }
+    // transformers' list form: the template writes its image marker for each image part.
+    nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+    for (const auto& part : m.parts) {
+      if (part.type == ContentPart::Type::kImage) {
+        parts.push_back({{"type", "image"}});
+      } else {
+        parts.push_back({{"type", "text"}, {"text", part.text}});
+      }
+    }
+    in.messages.push_back({{"role", m.role}, {"content", std::move(parts)}});
   }
   in.add_generation_prompt = add_generation_prompt;
   const auto& tok = *impl_->tok;
@@ -153,8 +170,17 @@ Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> mess
 
 Result<Generation> Model::chat(std::span<const ChatMessage> messages,
                                const GenerationConfig& config, const TokenCallback& on_token) {
+  std::vector<Image> images;
+  for (const auto& m : messages) {
+    for (const auto& part : m.parts) {
+      if (part.type == ContentPart::Type::kImage) images.push_back(part.image);
+    }
+  }
+  if (!images.empty() && !impl_->vision) return impl_->no_images_error();
   GENIEX_ASSIGN_OR_RETURN(auto ids, chat_tokens(messages));
-  return generate(std::span<const int32_t>(ids), config, on_token);
+  if (images.empty()) return generate(std::span<const int32_t>(ids), config, on_token);
+  GENIEX_ASSIGN_OR_RETURN(auto prompt, impl_->image_prompt(ids, images));
+  return impl_->generate(prompt.keys, std::move(prompt.images), config, on_token);
 }
 
 Result<std::vector<int32_t>> Model::chat_tokens(std::span<const ChatMessage> messages) const {
@@ -170,6 +196,17 @@ Result<Generation> Model::generate(std::string_view prompt, const GenerationConf
                                    const TokenCallback& on_token) {
   GENIEX_ASSIGN_OR_RETURN(auto ids, tokenize(prompt, config.add_special, config.parse_special));
   return generate(std::span<const int32_t>(ids), config, on_token);
+}
+
+Result<Generation> Model::generate(std::string_view prompt, std::span<const Image> images,
+                                   const GenerationConfig& config, const TokenCallback& on_token) {
+  if (images.empty()) return generate(prompt, config, on_token);
+  Impl& m = *impl_;
+  if (!m.vision) return m.no_images_error();
+  GENIEX_ASSIGN_OR_RETURN(
+      auto ids, m.image_text_ids(prompt, images.size(), config.add_special, config.parse_special));
+  GENIEX_ASSIGN_OR_RETURN(auto p, m.image_prompt(ids, images));
+  return m.generate(p.keys, std::move(p.images), config, on_token);
 }
 
 Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens, int32_t first_row) {
@@ -196,22 +233,128 @@ Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens, int32_
 
 Result<Generation> Model::generate(std::span<const int32_t> prompt, const GenerationConfig& config,
                                    const TokenCallback& on_token) {
+  GENIEX_TRY(impl_->check_tokens(prompt));
+  return impl_->generate(prompt, nullptr, config, on_token);
+}
+
+Result<std::vector<int32_t>> Model::Impl::image_text_ids(std::string_view prompt, size_t n_images,
+                                                         bool add_special,
+                                                         bool parse_special) const {
+  if (!vision) return no_images_error();
+  // Text between markers is tokenized on its own; each marker becomes the image token.
+  const std::string& marker = vision->marker();
+  std::vector<std::string_view> pieces;
+  for (size_t at = 0;;) {
+    const size_t hit = prompt.find(marker, at);
+    pieces.push_back(prompt.substr(at, hit == std::string_view::npos ? hit : hit - at));
+    if (hit == std::string_view::npos) break;
+    at = hit + marker.size();
+  }
+  const size_t n_markers = pieces.size() - 1;
+  if (n_markers != 0 && n_markers != n_images) {
+    return invalid_argument("the prompt has " + std::to_string(n_markers) + " " + marker +
+                            " marker(s) for " + std::to_string(n_images) +
+                            " image(s) (give one per image, or none to put every image before "
+                            "the text)");
+  }
+  tokenizer::EncodeOptions enc;
+  enc.add_special = false;
+  enc.parse_special = parse_special;
+  std::vector<int32_t> ids;
+  const int32_t image = vision->image_token();
+  const tokenizer::Tokenizer& t = *tok;
+  if (add_special && t.add_bos() && t.bos() >= 0) ids.push_back(t.bos());
+  if (n_markers == 0) ids.insert(ids.end(), n_images, image);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (i > 0) ids.push_back(image);
+    GENIEX_ASSIGN_OR_RETURN(auto part, t.encode(pieces[i], enc));
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  return ids;
+}
+
+Result<std::vector<float>> Model::logits(std::string_view prompt, std::span<const Image> images,
+                                         int32_t first_row) {
   Impl& m = *impl_;
-  if (config.max_tokens < 0) {
-    return invalid_argument("max_tokens must be >= 0, got " + std::to_string(config.max_tokens));
+  const auto& tok = *m.tok;
+  const bool has_bos = tok.bos() >= 0 && prompt.starts_with(tok.token_text(tok.bos()));
+  if (images.empty()) {
+    GENIEX_ASSIGN_OR_RETURN(auto ids, tokenize(prompt, !has_bos, true));
+    return logits(std::span<const int32_t>(ids), first_row);
+  }
+  GENIEX_ASSIGN_OR_RETURN(auto ids, m.image_text_ids(prompt, images.size(), !has_bos, true));
+  GENIEX_ASSIGN_OR_RETURN(auto p, m.image_prompt(ids, images));
+  if (first_row < 0 || static_cast<size_t>(first_row) >= p.keys.size()) {
+    return invalid_argument("logits: first_row " + std::to_string(first_row) + " outside the " +
+                            std::to_string(p.keys.size()) + " prompt tokens");
+  }
+  GENIEX_ASSIGN_OR_RETURN(
+      auto req, engine::Request::create(engine::Request::Kind::kLogits, p.keys, GenerationConfig{},
+                                        tok, static_cast<int32_t>(m.config.n_vocab)));
+  req->logits_from = first_row;
+  req->set_images(std::move(p.images));
+  auto r = m.batch->submit(std::move(req));
+  std::deque<engine::RequestEvent> events;
+  while (r->wait_events(events)) events.clear();
+  return r->logits_result();
+}
+
+Status Model::Impl::no_images_error() const {
+  return invalid_argument("model '" + info.path +
+                          "' takes no images: it is a text model (build it with the vision "
+                          "model's mmproj file to give it images)");
+}
+
+Result<engine::ImagePrompt> Model::Impl::image_prompt(std::span<const int32_t> ids,
+                                                      std::span<const Image> images) {
+  if (!vision) return no_images_error();
+  std::vector<engine::EncodedImage> encoded;
+  encoded.reserve(images.size());
+  int64_t n_image_tokens = 0;
+  for (size_t i = 0; i < images.size(); ++i) {
+    Result<engine::EncodedImage> e = internal_error("image not encoded");
+    // The encoder shares the backends with the decoder: it runs between steps.
+    batch->exclusive([&] { e = vision->encode(images[i], *scheduler); });
+    if (!e.ok()) {
+      const std::string which = images.size() > 1 ? "image " + std::to_string(i + 1) + " of " +
+                                                        std::to_string(images.size()) + ": "
+                                                  : std::string();
+      return Status(e.status().code(), which + e.status().message());
+    }
+    n_image_tokens += e->n_image_tokens;
+    image_stats.images += 1;
+    image_stats.views += e->n_views;
+    image_stats.encode_ms += e->encode_ms;
+    encoded.push_back(std::move(*e));
+  }
+  if (static_cast<int64_t>(ids.size()) + n_image_tokens >= n_ctx) {
+    return out_of_range("the prompt is " + std::to_string(ids.size() - images.size()) +
+                        " text tokens and " + std::to_string(n_image_tokens) +
+                        " image tokens but the context holds " + std::to_string(n_ctx) +
+                        "; use fewer or smaller images, or raise the context size");
+  }
+  return engine::build_image_prompt(ids, vision->image_token(), encoded, config.n_embd);
+}
+
+Result<Generation> Model::Impl::generate(std::span<const int32_t> prompt,
+                                         std::shared_ptr<const engine::PromptImages> images,
+                                         const GenerationConfig& gc,
+                                         const TokenCallback& on_token) {
+  Impl& m = *this;
+  if (gc.max_tokens < 0) {
+    return invalid_argument("max_tokens must be >= 0, got " + std::to_string(gc.max_tokens));
   }
   if (prompt.empty()) return invalid_argument("the prompt is empty (no tokens)");
-  GENIEX_TRY(m.check_tokens(prompt));
-  const int32_t n_ctx = m.n_ctx;
-  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
+  if (static_cast<int64_t>(prompt.size()) >= m.n_ctx) {
     return out_of_range("the prompt is " + std::to_string(prompt.size()) +
-                        " tokens but the context holds " + std::to_string(n_ctx) +
+                        " tokens but the context holds " + std::to_string(m.n_ctx) +
                         " (prompt + at least one generated token); shorten the prompt or raise "
                         "the context size");
   }
   GENIEX_ASSIGN_OR_RETURN(
-      auto req, engine::Request::create(engine::Request::Kind::kGenerate, prompt, config, *m.tok,
+      auto req, engine::Request::create(engine::Request::Kind::kGenerate, prompt, gc, *m.tok,
                                         static_cast<int32_t>(m.config.n_vocab)));
+  req->set_images(std::move(images));
   auto r = m.batch->submit(std::move(req));
   // Deliver the engine's events on this thread, in order; a callback returning false cancels.
   std::deque<engine::RequestEvent> events;
@@ -222,10 +365,10 @@ Result<Generation> Model::generate(std::span<const int32_t> prompt, const Genera
     for (auto& ev : events) {
       if (cancelled) break;
       if (ev.prefill_done >= 0) {
-        config.on_prefill_progress(ev.prefill_done, static_cast<int32_t>(prompt.size()));
+        gc.on_prefill_progress(ev.prefill_done, static_cast<int32_t>(prompt.size()));
         continue;
       }
-      if (ev.logprobs && config.on_logprobs) config.on_logprobs(*ev.logprobs);
+      if (ev.logprobs && gc.on_logprobs) gc.on_logprobs(*ev.logprobs);
       delivered += ev.text;
       delivered_tokens = ev.n_tokens;
       if (!ev.text.empty() && on_token && !on_token(ev.text, ev.token)) {

@@ -100,6 +100,11 @@ ModelBuilder& ModelBuilder::with_npu_config(std::string config) {
   return *this;
 }
 
+ModelBuilder& ModelBuilder::with_mmproj(std::string path) {
+  mmproj_ = std::move(path);
+  return *this;
+}
+
 ModelBuilder& ModelBuilder::with_deterministic(bool on) {
   deterministic_ = on;
   return *this;
@@ -337,6 +342,12 @@ Result<Model> ModelBuilder::build() const {
   info.add_bos = impl->tok->add_bos() && info.bos_token >= 0;
   info.chat_template_origin = template_origin;
   info.warnings = std::move(warnings);
+  if (!mmproj_.empty()) {
+    GENIEX_ASSIGN_OR_RETURN(impl->vision,
+                            engine::VisionEncoder::load(mmproj_, impl->config, *impl->tok));
+    info.mmproj_path = mmproj_;
+    info.image_marker = impl->vision->marker();
+  }
   // Place once at load so that an impossible placement fails here, not at the first token.
   {
     GENIEX_ASSIGN_OR_RETURN(auto fg, impl->probe_graph(1));

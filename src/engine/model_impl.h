@@ -11,7 +11,9 @@
 
 #include "core/status.h"
 #include "engine/batch_engine.h"
+#include "engine/image_prompt.h"
 #include "engine/step_runner.h"
+#include "engine/vision_encoder.h"
 #include "geniex/geniex.hpp"
 #include "gguf/gguf_reader.h"
 #include "graph/run_reference.h"
@@ -57,6 +59,28 @@ struct Model::Impl {
 
   /// Checks ids are inside the vocabulary.
   Status check_tokens(std::span<const int32_t> tokens) const;
+
+  /// The vision encoder (a model built with an mmproj file), else null.
+  std::unique_ptr<engine::VisionEncoder> vision;
+  struct ImageStats {
+    int64_t images = 0, views = 0;
+    double encode_ms = 0.0;
+  } image_stats;
+  /// Raw text with image markers as ids: one image token per image (at the markers, or all
+  /// before the text when it has none), BOS first when add_special asks for it.
+  [[nodiscard]] Result<std::vector<int32_t>> image_text_ids(std::string_view prompt,
+                                                            size_t n_images, bool add_special,
+                                                            bool parse_special) const;
+  /// "this model takes no images".
+  [[nodiscard]] Status no_images_error() const;
+  /// Encodes `images` (between engine steps) and expands `ids`, which holds one image token
+  /// per image, into the request's prompt.
+  Result<engine::ImagePrompt> image_prompt(std::span<const int32_t> ids,
+                                           std::span<const Image> images);
+  /// Runs a generate request over `prompt` (token ids, or image keys where `images` gives rows).
+  Result<Generation> generate(std::span<const int32_t> prompt,
+                              std::shared_ptr<const engine::PromptImages> images,
+                              const GenerationConfig& config, const TokenCallback& on_token);
 
   /// Declared last: destroyed first (its thread uses kv and runner).
   std::unique_ptr<engine::BatchEngine> batch;

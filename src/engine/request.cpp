@@ -92,6 +92,13 @@ Result<std::unique_ptr<Request>> Request::create(Kind kind, std::span<const int3
   return r;
 }
 
+void Request::set_images(std::shared_ptr<const PromptImages> imgs) {
+  images = std::move(imgs);
+  if (!images) return;
+  if (kind == Kind::kGenerate) history_ = images->ids;
+  gen_.prompt_tokens = images->ids;
+}
+
 void Request::on_prefill_progress() {
   if (!config.on_prefill_progress) return;
   RequestEvent ev;

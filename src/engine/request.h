@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -23,6 +24,16 @@
 #include "tokenizer/tokenizer.h"
 
 namespace geniex::engine {
+
+/// The images of a prompt, encoded: which prompt positions take a feature row instead of their
+/// token's embedding. Those positions carry cache keys in Request::prompt (ids >= n_vocab
+/// derived from the image's features, so the prefix cache never confuses two images); `ids`
+/// has the real token ids for reporting and sampling penalties.
+struct PromptImages {
+  std::vector<float> table;   ///< feature rows, n_embd floats each
+  std::vector<int32_t> rows;  ///< per prompt position: -1, or the row of `table` it takes
+  std::vector<int32_t> ids;   ///< per prompt position: the token id the user's prompt has
+};
 
 /// Something the caller thread must hand to the user, in order.
 struct RequestEvent {
@@ -60,6 +71,9 @@ class Request {
     gen_.timings.cached_tokens = n;
     n_evaluated = n;
   }
+  /// Attaches the prompt's images (before submit): the engine feeds their rows, sampling
+  /// penalties and Generation::prompt_tokens see `images->ids`.
+  void set_images(std::shared_ptr<const PromptImages> images);
   [[nodiscard]] bool done() const { return done_.load(); }
   [[nodiscard]] int32_t next_token() const { return next_token_; }
   [[nodiscard]] bool cancel_requested() const { return cancel_.load(); }
@@ -79,7 +93,8 @@ class Request {
   std::vector<int32_t> prompt;
   int32_t n_evaluated = 0;  ///< prompt tokens in the KV cache (cached + prefilled)
   int32_t logits_from = 0;  ///< kLogits: the first position whose logits are returned
-  int slot = -1;            ///< engine slot while admitted
+  std::shared_ptr<const PromptImages> images;  ///< set_images(); null for a text prompt
+  int slot = -1;                               ///< engine slot while admitted
   Clock::time_point t_start = Clock::now();
   Clock::time_point t_first_token;
 

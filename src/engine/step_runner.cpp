@@ -28,6 +28,7 @@ struct StepRunner::Step {
   std::vector<int32_t> conv_seq;
   std::vector<std::vector<float>> conv_in, conv_out;  // per layer (empty on attention layers)
   std::vector<float> logits;
+  std::vector<float> keep, inject;  // with image rows: embedding * keep + inject
   std::span<const StepItem> items;  // of the run in progress (read by hooks)
   runtime::KvLayerView view;
   uint64_t last_use = 0;
@@ -46,7 +47,12 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
   const auto n_items = static_cast<int32_t>(items.size());
   // The first three entries, then one per layer (read below as key[3 + il]), then the state
   // slots of a model with conv layers.
-  std::vector<int32_t> key = {n_tokens, n_out, segments ? 1 : 0};
+  bool inject = false;
+  for (const auto& it : items) {
+    inject = inject || std::any_of(it.embd_rows.begin(), it.embd_rows.end(),
+                                   [](int32_t r) { return r >= 0; });
+  }
+  std::vector<int32_t> key = {n_tokens, n_out, (segments ? 1 : 0) + (inject ? 2 : 0)};
   for (int il = 0; il < n_layer; ++il) {
     int32_t n = 0;
     if (!config_.layer_is_conv(static_cast<uint32_t>(il))) {
@@ -67,6 +73,7 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
   spec.kv_type = kv_.spec().type;
   spec.segments = segments;
   spec.conv_slots = n_items;
+  spec.inject = inject;
   for (int il = 0; il < n_layer; ++il) {
     const bool conv_layer = config_.layer_is_conv(static_cast<uint32_t>(il));
     spec.kv_list.push_back(key[sz(3 + il)]);
@@ -92,6 +99,12 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
   b.bind_input(g.positions, std::span<const int32_t>(st->pos));
   b.bind_input(g.output_rows, std::span<const int32_t>(st->out_rows));
   models::bind_forward_weights(g, b);
+  if (inject) {
+    st->keep.resize(sz(n_tokens));
+    st->inject.resize(sz(n_tokens) * config_.n_embd);
+    b.bind_input(g.embd_keep, std::span<const float>(st->keep));
+    b.bind_input(g.embd_inject, std::span<const float>(st->inject));
+  }
   if (conv) {
     st->conv_seq.resize(sz(n_tokens));
     b.bind_input(g.conv_seq, std::span<const int32_t>(st->conv_seq));
@@ -239,10 +252,28 @@ Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) 
     std::fill(st.pos.begin() + n_real, st.pos.end(), last.empty() ? 0 : last.back());
   }
   size_t t = 0, o = 0;
+  const size_t e = config_.n_embd;
+  if (!st.keep.empty()) {
+    std::fill(st.keep.begin(), st.keep.end(), 1.0f);
+    std::fill(st.inject.begin(), st.inject.end(), 0.0f);
+  }
   for (const auto& it : items) {
     const auto pos = kv_.step_positions(it.seq);
     for (size_t k = 0; k < it.tokens.size(); ++k) {
       st.tokens[t + k] = it.tokens[k];
+      const int32_t row = k < it.embd_rows.size() ? it.embd_rows[k] : -1;
+      if (row >= 0) {
+        if (st.keep.empty() || (static_cast<size_t>(row) + 1) * e > it.embd_table.size())
+          return rollback(internal_error("step: image row " + std::to_string(row) +
+                                         " outside the item's table"));
+        st.tokens[t + k] = 0;  // never read: keep = 0
+        st.keep[t + k] = 0.0f;
+        std::copy_n(it.embd_table.data() + static_cast<size_t>(row) * e, e,
+                    st.inject.data() + (t + k) * e);
+      } else if (it.tokens[k] < 0 || static_cast<uint32_t>(it.tokens[k]) >= config_.n_vocab) {
+        return rollback(internal_error("step: token " + std::to_string(it.tokens[k]) +
+                                       " outside the vocabulary and without an image row"));
+      }
       st.pos[t + k] = pos[k];
       if (k + static_cast<size_t>(it.n_outputs) >= it.tokens.size()) {
         st.out_rows[o++] = static_cast<int32_t>(t + k);

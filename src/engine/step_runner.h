@@ -31,6 +31,11 @@ struct StepItem {
   /// Logits wanted for the last n_outputs tokens (1: the last token's, for sampling;
   /// tokens.size(): every token's). At least 1.
   int32_t n_outputs = 1;
+  /// Empty, or one entry per token: -1 for the token's own embedding, else the row of
+  /// `embd_table` (n_embd floats each) that replaces it (an image feature). Tokens with a row
+  /// may carry ids outside the vocabulary (the cache's image keys): the graph never reads them.
+  std::span<const int32_t> embd_rows = {};
+  std::span<const float> embd_table = {};
 };
 
 class StepRunner {
