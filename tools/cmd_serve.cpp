@@ -8,12 +8,14 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <limits>
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "default_model.h"
 #include "flag_compat.h"
@@ -53,6 +55,9 @@ struct ServeOptions {
   SamplingOptions sampling;
   IgnoredFlags ignored;
   const CLI::Option* max_tokens_flag = nullptr;
+  std::string mmproj;      ///< --mmproj: the vision encoder (empty: discover beside the model)
+  bool no_mmproj = false;  ///< --no-mmproj: serve text only, no discovery
+  std::vector<std::string> image_dirs;  ///< --allow-image-dir: file:// image URLs allowed here
 };
 
 int fail(const std::string& what) {
@@ -82,6 +87,31 @@ void note_chat_template(const ModelInfo& info, const std::string& model_id) {
                  "architecture: /v1/chat/completions answers 400; use /v1/completions.\n",
                  model_id.c_str());
   }
+}
+
+/// The one `mmproj-*.gguf` beside the model file, or "" when there is none or several (a note
+/// then says to pick one with --mmproj).
+std::string discover_mmproj(const std::string& model_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(model_path).parent_path().empty()
+                           ? fs::path(".")
+                           : fs::path(model_path).parent_path();
+  std::vector<std::string> found;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.starts_with("mmproj-") && name.ends_with(".gguf") && it->is_regular_file(ec)) {
+      found.push_back(it->path().string());
+    }
+  }
+  if (found.size() > 1) {
+    std::fprintf(stderr,
+                 "geniex serve: note: %zu mmproj-*.gguf files beside the model; serving text "
+                 "only (choose one with --mmproj FILE)\n",
+                 found.size());
+    return {};
+  }
+  return found.empty() ? std::string() : found[0];
 }
 
 /// Waits for SIGINT / SIGTERM (blocked in every thread, taken here with sigtimedwait) and
@@ -122,6 +152,25 @@ int run_serve(const ServeOptions& o) {
   b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
       o.parallel);
   if (Status kv = apply_kv_flags(o.kv, b); !kv.ok()) return usage(kv.message());
+  if (o.no_mmproj && !o.mmproj.empty()) return usage("--mmproj and --no-mmproj exclude each other");
+  if (!o.mmproj.empty() && !std::filesystem::is_regular_file(o.mmproj)) {
+    return usage("--mmproj " + o.mmproj + ": no such file");
+  }
+  std::string mmproj = o.mmproj;
+  const bool discovered = mmproj.empty() && !o.no_mmproj;
+  if (discovered) mmproj = discover_mmproj(path);
+  b.with_mmproj(mmproj);
+  server::ImageOptions images;
+  for (const std::string& d : o.image_dirs) {
+    char* real = ::realpath(d.c_str(), nullptr);
+    if (!real) return usage("--allow-image-dir " + d + ": no such directory");
+    std::string canonical = real;
+    std::free(real);
+    if (!std::filesystem::is_directory(canonical)) {
+      return usage("--allow-image-dir " + d + ": not a directory");
+    }
+    images.allowed_dirs.push_back(std::move(canonical));
+  }
   if (o.verbose) {
     b.with_log([](std::string_view line) {
       std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
@@ -139,7 +188,27 @@ int run_serve(const ServeOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
   auto model = b.build();
+  if (!model.ok() && discovered && !mmproj.empty() &&
+      model.status().code() == StatusCode::kInvalidArgument) {
+    // The mmproj found beside the model may belong to another model: try this one text only
+    // (a failure that is not the mmproj's fails again, with the text-only load's message).
+    auto text_only = b.with_mmproj("").build();
+    if (text_only.ok()) {
+      std::fprintf(stderr,
+                   "geniex serve: note: not using %s, found beside the model (%s); serving text "
+                   "only\n",
+                   mmproj.c_str(), model.status().message().c_str());
+      mmproj.clear();
+    }
+    model = std::move(text_only);
+  }
   if (!model.ok()) return fail(path + ": " + model.status().message());
+  if (discovered && !mmproj.empty()) {
+    std::fprintf(stderr,
+                 "geniex serve: using %s (found beside the model; --no-mmproj to serve text "
+                 "only)\n",
+                 mmproj.c_str());
+  }
   for (const std::string& w : model->info().warnings) {
     std::fprintf(stderr, "geniex serve: warning: %s\n", w.c_str());
   }
@@ -160,6 +229,7 @@ int run_serve(const ServeOptions& o) {
   so.access_log = !o.no_access_log;
   so.max_conns_per_client = o.max_conns_per_client;
   so.max_conns = o.max_conns;
+  so.images = std::move(images);
 
   server::HttpServer srv(*model, so);
   if (auto st = srv.bind(); !st.ok()) return fail(st.message());
@@ -208,6 +278,15 @@ Command register_serve(CLI::App& parent) {
                    "open connections one client address may hold (503 beyond)");
   add_count_option(c, "--max-conns", o->max_conns, 1, 1 << 20,
                    "open connections in all (503 beyond)");
+  c->add_option("--mmproj", o->mmproj,
+                "vision encoder GGUF (mmproj) of a vision-language model: chat requests may then "
+                "carry images (default: the one mmproj-*.gguf beside the model, if any)");
+  c->add_flag("--no-mmproj", o->no_mmproj,
+              "serve text only: do not look for an mmproj-*.gguf beside the model");
+  c->add_option("--allow-image-dir", o->image_dirs,
+                "directory whose files chat requests may name as file:// image URLs "
+                "(repeatable; default: none, only data: URLs)")
+      ->allow_extra_args(false);
   o->sampling.max_tokens = -1;  // see ServeOptions::sampling
   add_sampling_flags(c, o->sampling);
   o->max_tokens_flag = c->get_option("--max-tokens");

@@ -71,6 +71,8 @@ ApiResult<std::vector<int32_t>> prompt_ids(const Model& m, const CompletionReque
 struct Job {
   ServerState& st;
   CompletionRequest req;
+  /// The prompt's ids; for a request with images, its text ids (one marker token per image)
+  /// until the generation reports what the model was fed.
   std::vector<int32_t> ids;
   ResponseMeta meta;
   Admission::Slot slot;
@@ -122,7 +124,15 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
     return true;
   };
   if (st.cancel_all.load()) return resource_exhausted("the server is shutting down");
-  auto gen = st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
+  // Images: Model::chat encodes them (between engine steps) and expands their tokens.
+  auto gen = job.req.n_images > 0
+                 ? st.model.chat(job.req.messages, cfg, on_token)
+                 : st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
+  if (gen.ok() && job.req.n_images > 0) {
+    this_request().prompt_tokens = static_cast<int64_t>(gen->prompt_tokens.size());
+    st.metrics.add_prompt_tokens(static_cast<int64_t>(gen->prompt_tokens.size()) -
+                                 static_cast<int64_t>(job.ids.size()));
+  }
   if (gen.ok() && static_cast<int64_t>(gen->tokens.size()) > counted) {
     st.metrics.add_generated_tokens(static_cast<int64_t>(gen->tokens.size()) - counted);
   }
@@ -131,7 +141,8 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
 }
 
 Usage usage_of(const Job& job, const Generation& g) {
-  return {static_cast<int64_t>(job.ids.size()), static_cast<int64_t>(g.tokens.size())};
+  const size_t prompt = job.req.n_images > 0 ? g.prompt_tokens.size() : job.ids.size();
+  return {static_cast<int64_t>(prompt), static_cast<int64_t>(g.tokens.size())};
 }
 
 /// Generates the whole answer; stops early when the client closes its connection (nobody would
@@ -226,11 +237,18 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
   const auto arrival = Clock::now();
   if (st.draining.load()) return send_error(shutting_down());
   auto parsed = endpoint == Endpoint::kChat
-                    ? parse_chat_request(req.body, st.options.defaults)
+                    ? parse_chat_request(req.body, st.options.defaults, st.options.images)
                     : parse_completion_request(req.body, st.options.defaults);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(*e);
   // Any "model" means the one served (the reply names it), as llama-server does.
   CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
+  if (r.n_images > 0 && st.model.info().mmproj_path.empty()) {
+    // A text model: the engine's own words ("... takes no images ..."), before any work.
+    std::vector<Image> none = {Image::from_bytes({0})};
+    auto refused = st.model.generate("", none, GenerationConfig{});
+    return send_error(invalid_value(
+        "messages", refused.ok() ? "this model takes no images" : refused.status().message()));
+  }
 
   auto ids = prompt_ids(st.model, r);
   if (auto* e = std::get_if<ApiError>(&ids)) return send_error(*e);

@@ -1,6 +1,9 @@
 #include "server/request.h"
 
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <optional>
 
 namespace geniex::server {
@@ -187,17 +190,138 @@ void parse_common(Fields& f, CompletionRequest& r, const GenerationConfig& defau
   }
 }
 
-/// One message's content: a string, or an array of {"type": "text", "text": ...} parts
-/// (joined with newlines).
-std::optional<std::string> message_content(const Json& content, const std::string& where,
-                                           Fields& f) {
-  if (content.is_null()) return std::string();
-  if (content.is_string()) return content.get<std::string>();
+/// A message's content: the joined text, and (when it has images) its parts in order.
+struct MessageContent {
+  std::string text;
+  std::vector<ContentPart> parts;
+  int n_images = 0;
+};
+
+bool lower_equals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != b[i]) return false;
+  }
+  return true;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// Whether `path` is `dir` or below it (both canonical, absolute).
+bool is_under(const std::string& path, const std::string& dir) {
+  if (dir == "/") return path.starts_with("/");
+  return path == dir || (path.starts_with(dir) && path[dir.size()] == '/');
+}
+
+/// One image_url part's URL as an Image, or the 400 that explains why not.
+ApiResult<Image> image_from_url(const std::string& url, const std::string& at,
+                                const ImageOptions& opts) {
+  const std::string param = at + ".image_url.url";
+  const std::string_view u = url;
+  if (lower_equals(u.substr(0, std::min<size_t>(u.size(), 5)), "data:")) {
+    const size_t comma = u.find(',');
+    if (comma == std::string_view::npos) {
+      return invalid_value(param, "a data: URL needs a ',' before its data.");
+    }
+    const std::string_view head = u.substr(5, comma - 5);  // "image/png;base64"
+    static constexpr std::string_view kTypes[] = {"image/jpeg", "image/jpg",  "image/png",
+                                                  "image/gif",  "image/webp", "image/bmp"};
+    const size_t semi = head.find(';');
+    const std::string_view media = head.substr(0, semi);
+    bool known = false;
+    for (std::string_view t : kTypes) known = known || lower_equals(media, t);
+    if (!known) {
+      return invalid_value(param, "unsupported image type '" + std::string(media) +
+                                      "' in the data: URL; expected image/jpeg, image/png, "
+                                      "image/gif, image/webp or image/bmp.");
+    }
+    if (semi == std::string_view::npos || !lower_equals(head.substr(semi + 1), "base64")) {
+      return invalid_value(
+          param, "the data: URL must be base64 (data:" + std::string(media) + ";base64,...).");
+    }
+    size_t bad = 0;
+    auto bytes = decode_base64(u.substr(comma + 1), &bad);
+    if (!bytes) {
+      return invalid_value(param, "invalid base64 in the image's data: URL at data offset " +
+                                      std::to_string(bad) + ".");
+    }
+    if (bytes->empty()) return invalid_value(param, "the image's data: URL holds no data.");
+    return Image::from_bytes(std::move(*bytes));
+  }
+  if (lower_equals(u.substr(0, std::min<size_t>(u.size(), 7)), "http://") ||
+      lower_equals(u.substr(0, std::min<size_t>(u.size(), 8)), "https://")) {
+    return invalid_value(param,
+                         "remote images are not fetched (no network at run time); send a data: "
+                         "URL (data:image/png;base64,...).");
+  }
+  if (lower_equals(u.substr(0, std::min<size_t>(u.size(), 7)), "file://")) {
+    std::string_view rest = u.substr(7);
+    if (lower_equals(rest.substr(0, std::min<size_t>(rest.size(), 9)), "localhost")) {
+      rest.remove_prefix(9);
+    }
+    if (!rest.starts_with('/')) {
+      return invalid_value(param, "a file URL needs an absolute path (file:///dir/image.png).");
+    }
+    std::string path;
+    for (size_t i = 0; i < rest.size(); ++i) {
+      if (rest[i] == '%' && i + 2 < rest.size() && hex_value(rest[i + 1]) >= 0 &&
+          hex_value(rest[i + 2]) >= 0) {
+        path += static_cast<char>(hex_value(rest[i + 1]) * 16 + hex_value(rest[i + 2]));
+        i += 2;
+      } else if (rest[i] == '?' || rest[i] == '#') {
+        break;
+      } else {
+        path += rest[i];
+      }
+    }
+    const ApiError outside =
+        invalid_value(param, "file URL outside the allowed image directories.");
+    if (opts.allowed_dirs.empty()) {
+      return invalid_value(param,
+                           "file URLs are not accepted by this server (start it with "
+                           "--allow-image-dir DIR); send a data: URL.");
+    }
+    if (path.find('\0') != std::string::npos) return outside;
+    char* real = ::realpath(path.c_str(), nullptr);
+    if (!real) {
+      // Say "not found" only inside an allowed directory: outside, existence is not revealed.
+      const std::string lexical = std::filesystem::path(path).lexically_normal().string();
+      for (const std::string& d : opts.allowed_dirs) {
+        if (is_under(lexical, d)) return invalid_value(param, "no image file at " + path + ".");
+      }
+      return outside;
+    }
+    const std::string canonical = real;
+    std::free(real);
+    for (const std::string& d : opts.allowed_dirs) {
+      if (is_under(canonical, d)) return Image::from_file(canonical);
+    }
+    return outside;
+  }
+  return invalid_value(param, "expected a data: URL (data:image/png;base64,...)" +
+                                  std::string(opts.allowed_dirs.empty() ? "" : " or a file: URL") +
+                                  ".");
+}
+
+/// One message's content: a string, or an array of {"type": "text", "text": ...} and
+/// {"type": "image_url", "image_url": {"url": ...}} parts (text parts joined with newlines).
+std::optional<MessageContent> message_content(const Json& content, const std::string& where,
+                                              Fields& f, const ImageOptions& opts, int& n_images) {
+  MessageContent out;
+  if (content.is_null()) return out;
+  if (content.is_string()) {
+    out.text = content.get<std::string>();
+    return out;
+  }
   if (!content.is_array()) {
     f.fail(invalid_type(where, "a string or an array of content parts"));
     return std::nullopt;
   }
-  std::string text;
   for (size_t i = 0; i < content.size(); ++i) {
     const Json& part = content[i];
     const std::string at = where + "[" + std::to_string(i) + "]";
@@ -210,9 +334,53 @@ std::optional<std::string> message_content(const Json& content, const std::strin
       f.fail(missing_param(at + ".type"));
       return std::nullopt;
     }
+    if (*type == "image_url") {
+      auto iu = part.find("image_url");
+      if (iu == part.end() || iu->is_null()) {
+        f.fail(missing_param(at + ".image_url"));
+        return std::nullopt;
+      }
+      std::string url;
+      if (iu->is_string()) {
+        url = iu->get<std::string>();
+      } else if (iu->is_object()) {
+        auto u = iu->find("url");
+        if (u == iu->end() || u->is_null()) {
+          f.fail(missing_param(at + ".image_url.url"));
+          return std::nullopt;
+        }
+        if (!u->is_string()) {
+          f.fail(invalid_type(at + ".image_url.url", "a string"));
+          return std::nullopt;
+        }
+        auto d = iu->find("detail");  // "auto", "low", "high": the encoder has one resolution
+        if (d != iu->end() && !d->is_null() && !d->is_string()) {
+          f.fail(invalid_type(at + ".image_url.detail", "a string"));
+          return std::nullopt;
+        }
+        url = u->get<std::string>();
+      } else {
+        f.fail(invalid_type(at + ".image_url", "an object {\"url\": ...} or a string"));
+        return std::nullopt;
+      }
+      if (++n_images > opts.max_images) {
+        f.fail(invalid_value(
+            at, "at most " + std::to_string(opts.max_images) + " images per request."));
+        return std::nullopt;
+      }
+      auto img = image_from_url(url, at, opts);
+      if (auto* e = std::get_if<ApiError>(&img)) {
+        f.fail(std::move(*e));
+        return std::nullopt;
+      }
+      out.parts.push_back(ContentPart::image_part(std::move(std::get<Image>(img))));
+      ++out.n_images;
+      continue;
+    }
     if (*type != "text") {
       f.fail(unsupported(at + ".type", "content parts of type '" + type->get<std::string>() +
-                                           "' are not supported; this model takes text only."));
+                                           "' are not supported; expected 'text' or "
+                                           "'image_url'."));
       return std::nullopt;
     }
     auto t = part.find("text");
@@ -220,13 +388,16 @@ std::optional<std::string> message_content(const Json& content, const std::strin
       f.fail(invalid_type(at + ".text", "a string"));
       return std::nullopt;
     }
-    if (!text.empty()) text += '\n';
-    text += t->get<std::string>();
+    if (!out.text.empty()) out.text += '\n';
+    out.text += t->get<std::string>();
+    out.parts.push_back(ContentPart::text_part(t->get<std::string>()));
   }
-  return text;
+  // Text only: the joined text, as before images existed (parts stay empty).
+  if (out.n_images == 0) out.parts.clear();
+  return out;
 }
 
-void parse_messages(Fields& f, CompletionRequest& r) {
+void parse_messages(Fields& f, CompletionRequest& r, const ImageOptions& opts) {
   const Json* msgs = f.get("messages");
   if (!msgs) return f.fail(missing_param("messages"));
   if (!msgs->is_array()) return f.fail(invalid_type("messages", "an array"));
@@ -250,13 +421,50 @@ void parse_messages(Fields& f, CompletionRequest& r) {
     }
     auto content = m.find("content");
     if (content == m.end()) return f.fail(missing_param(at + ".content"));
-    auto text = message_content(*content, at + ".content", f);
-    if (!text) return;
-    r.messages.push_back({rs, std::move(*text)});
+    auto c = message_content(*content, at + ".content", f, opts, r.n_images);
+    if (!c) return;
+    r.messages.push_back({rs, std::move(c->text), std::move(c->parts)});
   }
 }
 
 }  // namespace
+
+std::optional<std::vector<uint8_t>> decode_base64(std::string_view in, size_t* bad_at) {
+  auto fail = [&](size_t at) -> std::optional<std::vector<uint8_t>> {
+    if (bad_at) *bad_at = at;
+    return std::nullopt;
+  };
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  size_t pad = 0;
+  while (pad < 2 && pad < in.size() && in[in.size() - 1 - pad] == '=') ++pad;
+  const size_t n = in.size() - pad;  // data characters
+  for (size_t i = 0; i < n; ++i) {
+    if (value(in[i]) < 0) return fail(i);
+  }
+  if (in.size() % 4 != 0) return fail(in.size());  // truncated or badly padded
+  std::vector<uint8_t> out;
+  out.reserve(n / 4 * 3 + 2);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; ++i) {
+    acc = (acc << 6) | static_cast<uint32_t>(value(in[i]));
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<uint8_t>((acc >> bits) & 0xFF));
+    }
+  }
+  // Leftover bits of the last character must be zero (canonical encoding).
+  if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return fail(n - 1);
+  return out;
+}
 
 GenerationConfig request_defaults() {
   GenerationConfig c;
@@ -265,7 +473,8 @@ GenerationConfig request_defaults() {
 }
 
 ApiResult<CompletionRequest> parse_chat_request(std::string_view body,
-                                                const GenerationConfig& defaults) {
+                                                const GenerationConfig& defaults,
+                                                const ImageOptions& images) {
   auto parsed = parse_object(body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return *e;
   const Json& j = std::get<Json>(parsed);
@@ -273,7 +482,7 @@ ApiResult<CompletionRequest> parse_chat_request(std::string_view body,
   r.endpoint = Endpoint::kChat;
   Fields f(j);
   parse_common(f, r, defaults);
-  parse_messages(f, r);
+  parse_messages(f, r, images);
   // max_completion_tokens is the newer name; either bounds the reply.
   auto mt = f.integer("max_completion_tokens", 1, INT64_MAX);
   if (!mt) mt = f.integer("max_tokens", 1, INT64_MAX);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,26 @@ struct CompletionRequest {
   /// completions logprobs 0..5).
   int32_t logprobs = -1;
   bool json_object = false;  ///< response_format {"type": "json_object"}
+  /// kChat: image parts in `messages` (those messages carry ChatMessage::parts in order).
+  int n_images = 0;
 };
+
+/// Images a chat request may carry (more: 400).
+inline constexpr int kMaxImagesPerRequest = 8;
+
+/// Where chat requests may take images from. Data URLs (data:image/png;base64,...) always;
+/// file:// URLs only for files under `allowed_dirs` (after resolving symlinks and ".."); remote
+/// http(s) URLs never (the server does not fetch: no network at run time).
+struct ImageOptions {
+  /// Canonical (realpath) directories, as geniex serve's --allow-image-dir; empty: file URLs
+  /// are refused.
+  std::vector<std::string> allowed_dirs;
+  int max_images = kMaxImagesPerRequest;
+};
+
+/// Strict RFC 4648 base64 (standard alphabet, '=' padding to a multiple of 4, zero pad bits,
+/// no whitespace). On failure returns nullopt and sets *bad_at to the offending offset.
+std::optional<std::vector<uint8_t>> decode_base64(std::string_view in, size_t* bad_at = nullptr);
 
 /// Largest max_tokens accepted before clamping to the context (keeps int32 arithmetic safe).
 inline constexpr int64_t kMaxTokensCap = 1 << 30;
@@ -47,8 +67,10 @@ GenerationConfig request_defaults();
 
 /// Parses a chat completion body. A field the body omits (or sends as null) takes its value
 /// from `defaults` (sampling, penalties, seed, stop strings, ignore_eos, max_tokens).
+/// Image content parts follow `images` (see ImageOptions).
 ApiResult<CompletionRequest> parse_chat_request(
-    std::string_view body, const GenerationConfig& defaults = request_defaults());
+    std::string_view body, const GenerationConfig& defaults = request_defaults(),
+    const ImageOptions& images = {});
 /// Parses a (legacy) completion body; `defaults` as for parse_chat_request.
 ApiResult<CompletionRequest> parse_completion_request(
     std::string_view body, const GenerationConfig& defaults = request_defaults());

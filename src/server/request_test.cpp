@@ -3,7 +3,11 @@
 #include "server/request.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace geniex::server {
@@ -219,8 +223,10 @@ TEST(ChatRequest, BadValuesName400Param) {
       {R"({"model":"m","messages":[{"content":"x"}]})", "messages[0].role"},
       {R"({"model":"m","messages":[{"role":"user"}]})", "messages[0].content"},
       {R"({"model":"m","messages":[{"role":"user","content":5}]})", "messages[0].content"},
-      {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+      {R"({"model":"m","messages":[{"role":"user","content":[{"type":"input_audio"}]}]})",
        "messages[0].content[0].type"},
+      {R"({"model":"m","messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+       "messages[0].content[0].image_url"},
       {R"({"model":"m"})", "messages"},
   };
   for (const auto& c : cases) {
@@ -243,6 +249,181 @@ TEST(ChatRequest, UnsupportedFeaturesAreClear400s) {
   }
   // Empty tools / logit_bias and n = 1 are fine.
   chat_ok("{" + kMsgs + R"(,"tools":[],"logit_bias":{},"n":1})");
+}
+
+// ---- images (image_url content parts) ----
+
+std::string image_body(const std::string& parts) {
+  return R"({"model":"m","messages":[{"role":"user","content":[)" + parts + "]}]}";
+}
+
+std::string image_part(const std::string& url) {
+  return R"({"type":"image_url","image_url":{"url":")" + url + R"(","detail":"auto"}})";
+}
+
+std::vector<uint8_t> bytes_of(std::string_view s) { return {s.begin(), s.end()}; }
+
+TEST(Base64, DecodesStrictly) {
+  EXPECT_EQ(decode_base64("aGVsbG8="), bytes_of("hello"));
+  EXPECT_EQ(decode_base64("aGVsbG8h"), bytes_of("hello!"));
+  EXPECT_EQ(decode_base64("aGk="), bytes_of("hi"));
+  EXPECT_EQ(decode_base64("aA=="), bytes_of("h"));
+  EXPECT_EQ(decode_base64("+/+/"), (std::vector<uint8_t>{0xfb, 0xff, 0xbf}));
+  EXPECT_EQ(decode_base64(""), std::vector<uint8_t>{});
+  size_t bad = 99;
+  EXPECT_FALSE(decode_base64("aGVs bG8=", &bad));  // whitespace
+  EXPECT_EQ(bad, 4u);
+  EXPECT_FALSE(decode_base64("aGVsbG8", &bad));  // missing padding
+  EXPECT_EQ(bad, 7u);
+  EXPECT_FALSE(decode_base64("aG=sbG8=", &bad));  // padding inside
+  EXPECT_EQ(bad, 2u);
+  EXPECT_FALSE(decode_base64("a===", &bad));
+  EXPECT_FALSE(decode_base64("aGVsbG8-", &bad));  // URL-safe alphabet is not base64
+  EXPECT_EQ(bad, 7u);
+  EXPECT_FALSE(decode_base64("aB==", &bad));  // non-zero pad bits
+  EXPECT_FALSE(decode_base64("aGVsbG8=====", &bad));
+}
+
+TEST(ChatImages, DataUrlDecodesIntoAnImagePart) {
+  const auto r = chat_ok(image_body(image_part("data:image/png;base64,aGVsbG8=")));
+  EXPECT_EQ(r.n_images, 1);
+  ASSERT_EQ(r.messages.size(), 1u);
+  ASSERT_EQ(r.messages[0].parts.size(), 1u);
+  EXPECT_EQ(r.messages[0].parts[0].type, ContentPart::Type::kImage);
+  EXPECT_EQ(r.messages[0].parts[0].image.bytes, bytes_of("hello"));
+  EXPECT_TRUE(r.messages[0].parts[0].image.path.empty());
+  // Media types are case-insensitive; jpeg, gif, webp and bmp are accepted too.
+  for (const char* t : {"image/JPEG", "image/jpg", "image/gif", "image/webp", "image/bmp"}) {
+    EXPECT_EQ(chat_ok(image_body(image_part(std::string("data:") + t + ";base64,aGk="))).n_images,
+              1)
+        << t;
+  }
+}
+
+TEST(ChatImages, PartsKeepTheirOrderAndTheStringForm) {
+  const auto r = chat_ok(image_body(
+      R"({"type":"text","text":"first"},{"type":"image_url","image_url":"data:image/jpeg;base64,aGk="},)"
+      R"({"type":"text","text":"between"},)" +
+      image_part("data:image/png;base64,aA==") + R"(,{"type":"text","text":"last"})"));
+  EXPECT_EQ(r.n_images, 2);
+  const auto& p = r.messages[0].parts;
+  ASSERT_EQ(p.size(), 5u);
+  EXPECT_EQ(p[0].type, ContentPart::Type::kText);
+  EXPECT_EQ(p[0].text, "first");
+  EXPECT_EQ(p[1].type, ContentPart::Type::kImage);
+  EXPECT_EQ(p[1].image.bytes, bytes_of("hi"));
+  EXPECT_EQ(p[2].text, "between");
+  EXPECT_EQ(p[3].image.bytes, bytes_of("h"));
+  EXPECT_EQ(p[4].text, "last");
+  EXPECT_EQ(r.messages[0].content, "first\nbetween\nlast");
+  // Text-only arrays stay joined text (no parts), as before images existed.
+  const auto t = chat_ok(image_body(R"({"type":"text","text":"a"},{"type":"text","text":"b"})"));
+  EXPECT_TRUE(t.messages[0].parts.empty());
+  EXPECT_EQ(t.messages[0].content, "a\nb");
+  EXPECT_EQ(t.n_images, 0);
+}
+
+TEST(ChatImages, BadImagesAre400sNamingThePart) {
+  struct Case {
+    std::string part;
+    std::string needle;
+  };
+  const Case cases[] = {
+      {image_part("data:image/png;base64,aGVs!bG8="), "invalid base64"},
+      {image_part("data:image/png;base64,aGVsbG8"), "invalid base64"},
+      {image_part("data:image/png;base64,"), "no data"},
+      {image_part("data:image/png,aGVsbG8="), "base64"},
+      {image_part("data:text/plain;base64,aGVsbG8="), "unsupported image type"},
+      {image_part("data:image/png;base64"), "','"},
+      {image_part("http://example.com/cat.png"), "remote images are not fetched"},
+      {image_part("HTTPS://example.com/cat.png"), "remote images are not fetched"},
+      {image_part("ftp://example.com/cat.png"), "expected a data: URL"},
+      {image_part("file:///etc/passwd"), "--allow-image-dir"},
+      {R"({"type":"image_url","image_url":{"url":5}})", "a string"},
+      {R"({"type":"image_url","image_url":5})", "or a string"},
+  };
+  for (const auto& c : cases) {
+    const ApiError e = chat_err(image_body(R"({"type":"text","text":"x"},)" + c.part));
+    EXPECT_EQ(e.status, 400) << c.part;
+    EXPECT_TRUE(e.param.value_or("").starts_with("messages[0].content[1]"))
+        << c.part << " -> " << e.param.value_or("");
+    EXPECT_NE(e.message.find(c.needle), std::string::npos) << c.part << " -> " << e.message;
+    EXPECT_EQ(e.type, "invalid_request_error");
+  }
+}
+
+TEST(ChatImages, AtMostEightImagesPerRequest) {
+  std::string parts;
+  for (int i = 0; i < kMaxImagesPerRequest; ++i) {
+    parts += (i ? "," : "") + image_part("data:image/png;base64,aGk=");
+  }
+  EXPECT_EQ(chat_ok(image_body(parts)).n_images, kMaxImagesPerRequest);
+  const ApiError e = chat_err(image_body(parts + "," + image_part("data:image/png;base64,aGk=")));
+  EXPECT_EQ(e.status, 400);
+  EXPECT_EQ(e.param.value_or(""), "messages[0].content[8]");
+  EXPECT_NE(e.message.find("at most 8 images"), std::string::npos);
+}
+
+/// A temporary tree: allowed/ (with an image and a symlink out), secret/ beside it.
+class FileUrls : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/geniex_req_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    namespace fs = std::filesystem;
+    fs::create_directories(root_ / "allowed" / "sub");
+    fs::create_directories(root_ / "secret");
+    std::ofstream(root_ / "allowed" / "sub" / "cat.png") << "png";
+    std::ofstream(root_ / "secret" / "key.png") << "key";
+    fs::create_symlink(root_ / "secret" / "key.png", root_ / "allowed" / "link.png");
+    fs::create_directory_symlink(root_ / "secret", root_ / "allowed" / "dirlink");
+    opts_.allowed_dirs = {fs::canonical(root_ / "allowed").string()};
+  }
+  void TearDown() override { std::filesystem::remove_all(root_); }
+
+  ApiResult<CompletionRequest> parse(const std::string& url) {
+    return parse_chat_request(image_body(image_part(url)), request_defaults(), opts_);
+  }
+  std::string url(const std::string& rel) { return "file://" + (root_ / rel).string(); }
+
+  std::filesystem::path root_;
+  ImageOptions opts_;
+};
+
+TEST_F(FileUrls, FileUnderAnAllowedDirectoryIsAccepted) {
+  auto r = parse(url("allowed/sub/cat.png"));
+  ASSERT_TRUE(std::holds_alternative<CompletionRequest>(r)) << std::get<ApiError>(r).message;
+  const auto& part = std::get<CompletionRequest>(r).messages[0].parts[0];
+  EXPECT_EQ(part.image.path, std::filesystem::canonical(root_ / "allowed/sub/cat.png").string());
+  EXPECT_TRUE(part.image.bytes.empty());
+  // ".." that stays inside, and file://localhost/, are fine.
+  EXPECT_TRUE(std::holds_alternative<CompletionRequest>(parse(url("allowed/sub/../sub/cat.png"))));
+  EXPECT_TRUE(std::holds_alternative<CompletionRequest>(
+      parse("file://localhost" + (root_ / "allowed/sub/cat.png").string())));
+}
+
+TEST_F(FileUrls, EscapesAreRefused) {
+  for (const std::string& u :
+       {url("secret/key.png"), url("allowed/../secret/key.png"), url("allowed/link.png"),
+        url("allowed/dirlink/key.png"), url("allowed/sub/../../secret/key.png"),
+        url("allowed/%2e%2e/secret/key.png"), url("secret/missing.png"), std::string("file:///")}) {
+    auto r = parse(u);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(r)) << u;
+    const ApiError& e = std::get<ApiError>(r);
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param.value_or(""), "messages[0].content[0].image_url.url");
+    EXPECT_NE(e.message.find("file URL outside the allowed image directories"), std::string::npos)
+        << u << " -> " << e.message;
+  }
+  // Inside an allowed directory a missing file says so.
+  auto r = parse(url("allowed/none.png"));
+  ASSERT_TRUE(std::holds_alternative<ApiError>(r));
+  EXPECT_NE(std::get<ApiError>(r).message.find("no image file"), std::string::npos);
+  // Relative paths are not file URLs we take.
+  r = parse("file://allowed/sub/cat.png");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(r));
+  EXPECT_NE(std::get<ApiError>(r).message.find("absolute path"), std::string::npos);
 }
 
 TEST(CompletionRequest, PromptFormsAndDefaults) {

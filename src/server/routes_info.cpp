@@ -5,12 +5,17 @@
 
 namespace geniex::server {
 
-Json model_json(const ServerOptions& o) {
+Json model_json(const ServerOptions& o, const ModelInfo& info) {
   Json m;
   m["id"] = o.model_id;
   m["object"] = "model";
   m["created"] = o.created;
   m["owned_by"] = "geniex";
+  // Not in OpenAI's schema (clients ignore it): what the model takes. "vision": image_url
+  // content parts in /v1/chat/completions (a model served with its mmproj file).
+  Json caps = Json::array({"chat", "completion"});
+  if (!info.mmproj_path.empty()) caps.push_back("vision");
+  m["capabilities"] = std::move(caps);
   return m;
 }
 
@@ -18,7 +23,7 @@ void add_info_routes(Router& router, ServerState& st) {
   router.add("GET", "/v1/models", [&st](HttpRequest&, std::string_view) {
     Json j;
     j["object"] = "list";
-    j["data"] = Json::array({model_json(st.options)});
+    j["data"] = Json::array({model_json(st.options, st.model.info())});
     return json_response(200, dump(j));
   });
   router.add("GET", "/v1/models/{param}", [&st](HttpRequest&, std::string_view id) {
@@ -26,7 +31,7 @@ void add_info_routes(Router& router, ServerState& st) {
       const ApiError e = model_not_found(std::string(id));
       return json_response(e.status, e.body());
     }
-    return json_response(200, dump(model_json(st.options)));
+    return json_response(200, dump(model_json(st.options, st.model.info())));
   });
   router.add("GET", "/health", [&st](HttpRequest&, std::string_view) {
     const bool draining = st.draining.load();
@@ -46,6 +51,8 @@ void add_info_routes(Router& router, ServerState& st) {
     j["total_slots"] = st.admission.parallel();
     j["queue"] = st.admission.queue_capacity();
     j["chat_template_origin"] = info.chat_template_origin;
+    // llama-server's field: whether chat requests may carry images.
+    j["modalities"] = {{"vision", !info.mmproj_path.empty()}, {"audio", false}};
     j["default_generation_settings"] = generation_settings_json(st.options.defaults);
     return json_response(200, dump(j));
   });

@@ -11,7 +11,8 @@ namespace geniex::server {
 /// Adds the GET routes to `router`; `state` must outlive it.
 void add_info_routes(Router& router, ServerState& state);
 
-/// The /v1/models entry of the served model.
-Json model_json(const ServerOptions& o);
+/// The /v1/models entry of the served model: OpenAI's fields and "capabilities" ("chat",
+/// "completion", and "vision" when it takes images).
+Json model_json(const ServerOptions& o, const ModelInfo& info);
 
 }  // namespace geniex::server

@@ -36,6 +36,8 @@ struct ServerOptions {
   /// request_defaults for max_tokens -1).
   GenerationConfig defaults = request_defaults();
   bool access_log = true;  ///< one line per request on stderr (see access_log.h)
+  /// Where chat requests' images may come from (file:// directories, count limit).
+  ImageOptions images;
 };
 
 struct ServerState {
