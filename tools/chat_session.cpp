@@ -24,6 +24,9 @@ constexpr const char* kCommandsHelp =
     "In the chat:\n"
     "  /system TEXT   set the system message (/system alone removes it)\n"
     "  /reset         forget the conversation\n"
+    "  /image PATH    attach an image to your next message (repeat for more; a vision model:\n"
+    "                 --mmproj); /image alone lists the attached ones. Image i goes at the\n"
+    "                 message's i-th <image>, or all before the text when it has none\n"
     "  /exit, /quit   leave (Ctrl-D too)\n"
     "  /help          this list\n"
     "  A line ending in \\ continues on the next line; text between \"\"\" and \"\"\" is one "
@@ -126,6 +129,7 @@ int run_chat_session(PreparedModel& prepared, const ChatSessionOptions& o,
       std::max(1, std::min(o.s.max_tokens < 0 ? info.n_ctx / 4 : o.s.max_tokens, info.n_ctx / 4));
   std::string system = o.system;
   std::vector<ChatMessage> turns;
+  std::vector<std::string> image_paths;  // /image: attached to the next user turn
   std::string pending = first;
   const auto prompt = [tty] {
     if (tty) std::fputs("> ", stderr);
@@ -151,8 +155,42 @@ int run_chat_session(PreparedModel& prepared, const ChatSessionOptions& o,
     }
     if (line == "/reset") {
       turns.clear();
+      image_paths.clear();
       model->reset();
       if (tty) std::fputs("(conversation reset)\n", stderr);
+      continue;
+    }
+    if (line == "/image" || line.starts_with("/image ")) {
+      std::string path = line.size() > 7 ? line.substr(7) : std::string();
+      while (!path.empty() && (path.back() == ' ' || path.back() == '\t' || path.back() == '\r')) {
+        path.pop_back();
+      }
+      while (!path.empty() && (path.front() == ' ' || path.front() == '\t')) path.erase(0, 1);
+      if (path.empty()) {
+        if (image_paths.empty()) {
+          std::fputs("(no images attached; /image PATH attaches one)\n", stderr);
+        } else {
+          std::fprintf(stderr, "(%zu image%s attached to the next message)\n", image_paths.size(),
+                       image_paths.size() == 1 ? "" : "s");
+          for (size_t i = 0; i < image_paths.size(); ++i) {
+            std::fprintf(stderr, "  %zu. %s\n", i + 1, image_paths[i].c_str());
+          }
+        }
+        continue;
+      }
+      if (info.mmproj_path.empty()) {
+        std::fprintf(stderr, "geniex: %s\n",
+                     no_mmproj_error(info.path, o.m.no_mmproj).message().c_str());
+        continue;
+      }
+      if (Status s = check_image_file(path); !s.ok()) {
+        std::fprintf(stderr, "geniex: %s\n", s.message().c_str());
+        continue;
+      }
+      image_paths.push_back(path);
+      if (tty) {
+        std::fprintf(stderr, "(image %zu attached: %s)\n", image_paths.size(), path.c_str());
+      }
       continue;
     }
     if (line == "/system" || line.starts_with("/system ")) {
@@ -164,6 +202,19 @@ int run_chat_session(PreparedModel& prepared, const ChatSessionOptions& o,
     }
     if (line.empty()) continue;
     turns.push_back({"user", line});
+    if (!image_paths.empty()) {
+      std::vector<Image> images;
+      for (const std::string& p : image_paths) images.push_back(Image::from_file(p));
+      image_paths.clear();  // used by this turn, whether it succeeds or not
+      auto parts = image_message_parts(line, images, info.image_marker);
+      if (!parts.ok()) {
+        turns.pop_back();
+        std::fprintf(stderr, "geniex: %s (the images were dropped: attach them again)\n",
+                     parts.status().message().c_str());
+        continue;
+      }
+      turns.back().parts = std::move(*parts);
+    }
     int dropped = 0;
     auto fit = fit_context(*model, system, turns, reserve, dropped);
     if (dropped > 0) {
@@ -184,8 +235,15 @@ int run_chat_session(PreparedModel& prepared, const ChatSessionOptions& o,
     }
     g_interrupted.store(false);
     std::signal(SIGINT, on_chat_sigint);
-    // The tokens fit_context made are the ones chat() would make: feed them directly.
-    auto gen = model->generate(std::span<const int32_t>(*fit), cfg, print_piece);
+    // The tokens fit_context made are the ones chat() would make: feed them directly. With
+    // images chat() places them (each image one token in *fit, many in the prompt); the prefix
+    // cache keeps the images of earlier turns.
+    const bool with_images = std::any_of(msgs.begin(), msgs.end(), [](const ChatMessage& m) {
+      return std::any_of(m.parts.begin(), m.parts.end(),
+                         [](const ContentPart& p) { return p.type == ContentPart::Type::kImage; });
+    });
+    auto gen = with_images ? model->chat(msgs, cfg, print_piece)
+                           : model->generate(std::span<const int32_t>(*fit), cfg, print_piece);
     std::signal(SIGINT, SIG_DFL);
     std::fputc('\n', stdout);
     std::fflush(stdout);

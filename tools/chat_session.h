@@ -1,6 +1,6 @@
 // `geniex chat` (and `geniex run -cnv`): an interactive multi-turn chat on the model's template.
 // Turns that no longer fit the context are dropped, oldest first, with a note; /system, /reset,
-// /exit; a line ending in `\` or a """ block is one multi-line turn.
+// /image, /exit; a line ending in `\` or a """ block is one multi-line turn.
 #pragma once
 
 #include <optional>

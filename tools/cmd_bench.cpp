@@ -23,6 +23,14 @@
 //   tg:   {n_tokens, samples_ms[], samples_tok_s[], median_ms, median_tok_s} or null (-n 0)
 //   ttft: {n_prompt, samples_ms[], median_ms} or null (-p 0)
 //   peak_rss_bytes
+//   image (only with --image): {paths[], images, views, prompt_tokens, n_gen, encode_ms,
+//          encode_ms_per_view, prefill_ms, ttft_ms, tg_tok_s} (each {samples[], median})
+//
+// --image PATH (repeatable) adds an image test after the text tests, reported in a second
+// table: per repetition, from an empty context, the images (all before a short text) are
+// encoded and prefilled and n_gen tokens decoded. encode = decoding + preprocessing + the
+// vision encoder (Model::image_stats), per image and per view (tile or thumbnail); prefill =
+// the prompt with the image tokens; TTFT = encode + the call's time to the first token.
 #include "cmd_bench.h"
 
 #include <sys/resource.h>
@@ -45,6 +53,7 @@
 #include "default_model.h"
 #include "geniex/geniex.hpp"
 #include "kv_flags.h"
+#include "model_flags.h"
 #include "number_flags.h"
 
 namespace geniex::cli {
@@ -54,6 +63,9 @@ using Json = nlohmann::ordered_json;
 
 struct BenchOptions {
   std::string model;
+  std::string mmproj;
+  bool no_mmproj = false;
+  std::vector<std::string> images;  ///< --image: the image test
   std::string device = "auto";
   int32_t threads = 0;
   int32_t n_prompt = 512;
@@ -309,6 +321,91 @@ void print_profile(const char* test, const StageProfile& p) {
               busy, p.wall_ms, p.wall_ms > 0 ? busy / p.wall_ms : 0.0);
 }
 
+// The --image test's samples, one per repetition.
+struct ImageSeries {
+  int64_t views = 0;          ///< views of one run (all images)
+  int32_t prompt_tokens = 0;  ///< prompt of one run, image tokens included
+  int32_t n_gen = 0;
+  std::vector<double> encode_ms, prefill_ms, ttft_ms, tg_tok_s;
+};
+
+constexpr const char* kImagePromptText = "Describe this image.";
+
+// One image run from an empty context: encode + prefill + n_gen greedy tokens.
+Status run_image(Model& model, const std::vector<Image>& images, int32_t n_gen, ImageSeries* out) {
+  model.reset();
+  const ImageStats before = model.image_stats();
+  GENIEX_ASSIGN_OR_RETURN(Generation g,
+                          model.generate(kImagePromptText, images, greedy(std::max(1, n_gen))));
+  const ImageStats after = model.image_stats();
+  if (out == nullptr) return Status();
+  const double encode = after.encode_ms - before.encode_ms;
+  out->views = after.views - before.views;
+  out->prompt_tokens = g.timings.prompt_tokens;
+  out->n_gen = n_gen;
+  out->encode_ms.push_back(encode);
+  out->prefill_ms.push_back(g.timings.prompt_ms);
+  out->ttft_ms.push_back(encode + g.timings.ttft_ms);
+  if (n_gen > 0) out->tg_tok_s.push_back(g.timings.generation_tokens_per_second());
+  return Status();
+}
+
+std::vector<double> scaled(const std::vector<double>& v, double by) {
+  std::vector<double> r;
+  r.reserve(v.size());
+  for (double x : v) r.push_back(by > 0 ? x / by : 0.0);
+  return r;
+}
+
+void print_image_table(const BenchOptions& o, const ImageSeries& im) {
+  const auto n_images = static_cast<double>(o.images.size());
+  std::printf("\nimage test: %zu image%s, %lld view%s, %d prompt tokens (image tokens + \"%s\")\n",
+              o.images.size(), o.images.size() == 1 ? "" : "s", static_cast<long long>(im.views),
+              im.views == 1 ? "" : "s", im.prompt_tokens, kImagePromptText);
+  for (const std::string& p : o.images) std::printf("  %s\n", p.c_str());
+  std::printf(
+      "(encode = decode + preprocess + vision encoder; ttft = encode + prefill + first "
+      "token; from an empty context)\n\n");
+  std::string head = "| test        | unit  |     median |";
+  std::string rule = "|-------------|-------|-----------:|";
+  for (int32_t i = 0; i < o.reps; ++i) {
+    head += fmt("     rep %-2.0f |", static_cast<double>(i + 1));
+    rule += "-----------:|";
+  }
+  std::printf("%s\n%s\n", head.c_str(), rule.c_str());
+  auto row = [&](const std::string& test, const char* unit, const std::vector<double>& samples) {
+    std::string line = "| " + test;
+    line.resize(std::max<size_t>(line.size(), 14), ' ');
+    line += std::string("| ") + unit;
+    line.resize(std::max<size_t>(line.size(), 22), ' ');
+    line += "| " + fmt("%10.2f", Series::median_of(samples)) + " |";
+    for (double s : samples) line += " " + fmt("%10.2f", s) + " |";
+    std::printf("%s\n", line.c_str());
+  };
+  row("encode/image", "ms", scaled(im.encode_ms, n_images));
+  row("encode/view", "ms", scaled(im.encode_ms, static_cast<double>(im.views)));
+  row("prefill", "ms", im.prefill_ms);
+  row("ttft", "ms", im.ttft_ms);
+  if (!im.tg_tok_s.empty()) row("tg" + std::to_string(im.n_gen), "tok/s", im.tg_tok_s);
+}
+
+Json image_json(const BenchOptions& o, const ImageSeries& im) {
+  auto series = [](const std::vector<double>& v) {
+    return Json{{"samples", v}, {"median", Series::median_of(v)}};
+  };
+  return Json{{"paths", o.images},
+              {"images", o.images.size()},
+              {"views", im.views},
+              {"prompt_tokens", im.prompt_tokens},
+              {"n_gen", im.n_gen},
+              {"encode_ms", series(im.encode_ms)},
+              {"encode_ms_per_image", series(scaled(im.encode_ms, double(o.images.size())))},
+              {"encode_ms_per_view", series(scaled(im.encode_ms, double(im.views)))},
+              {"prefill_ms", series(im.prefill_ms)},
+              {"ttft_ms", series(im.ttft_ms)},
+              {"tg_tok_s", im.tg_tok_s.empty() ? Json(nullptr) : series(im.tg_tok_s)}};
+}
+
 Json series_json(const std::optional<Series>& s) {
   if (!s) return nullptr;
   return Json{{"n_tokens", s->n_tokens},
@@ -361,9 +458,26 @@ int run_bench(const BenchOptions& o) {
                  static_cast<long long>(needed), o.n_prompt, o.n_gen, o.depth, o.ctx);
     return kExitUsage;
   }
-  const auto ctx = static_cast<int32_t>(o.ctx > 0 ? o.ctx : needed);
+  for (const std::string& p : o.images) {
+    if (Status s = check_image_file(p); !s.ok()) return fail(s.message());
+  }
+  // The image test needs room for the image tokens, unknown before encoding: a generous
+  // context unless -c says otherwise (capped at the model's own).
+  const int64_t auto_ctx = o.images.empty() ? needed : std::min<int64_t>(needed + 8192, INT32_MAX);
+  const auto ctx = static_cast<int32_t>(o.ctx > 0 ? o.ctx : auto_ctx);
 
+  // The encoder loads only for the image test (or an explicit --mmproj).
+  std::string mmproj;
+  if (!o.images.empty() || !o.mmproj.empty()) {
+    auto r = resolve_mmproj(path, o.mmproj, o.no_mmproj, "geniex bench");
+    if (!r.ok()) {
+      std::fprintf(stderr, "geniex bench: %s\n", r.status().message().c_str());
+      return r.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitError;
+    }
+    mmproj = *r;
+  }
   ModelBuilder b(path);
+  if (!mmproj.empty()) b.with_mmproj(mmproj);
   b.with_device(*device).with_context_size(ctx).with_threads(o.threads).with_batch_size(o.batch);
   if (o.parallel > 1) b.with_max_sequences(o.parallel);
   if (Status s = apply_kv_flags(o.kv, b); !s.ok()) {
@@ -394,6 +508,9 @@ int run_bench(const BenchOptions& o) {
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   const ModelInfo& info = model->info();
   if (info.n_vocab <= 0) return fail(path + ": the model has no vocabulary size");
+  if (!o.images.empty() && info.mmproj_path.empty()) {
+    return fail(no_mmproj_error(path, o.no_mmproj).message());
+  }
   // The model's context caps -c: check before the token ids are allocated (4 bytes each).
   if (needed > info.n_ctx) {
     return fail(path + ": the tests need a context of " + std::to_string(needed) + " tokens (-p " +
@@ -454,6 +571,21 @@ int run_bench(const BenchOptions& o) {
   }
   if (progress) std::fprintf(stderr, "\r%40s\r", "");
 
+  std::optional<ImageSeries> image;
+  if (!o.images.empty()) {
+    std::vector<Image> images;
+    for (const std::string& p : o.images) images.push_back(Image::from_file(p));
+    if (Status s = run_image(*model, images, o.n_gen, nullptr); !s.ok()) {
+      return fail("image warm-up: " + s.message());
+    }
+    image = ImageSeries{};
+    for (int32_t r = 0; r < o.reps; ++r) {
+      if (Status s = run_image(*model, images, o.n_gen, &*image); !s.ok()) {
+        return fail("image: " + s.message());
+      }
+    }
+  }
+
   if (o.json) {
     Json j;
     j["model"] = info.path;
@@ -482,6 +614,7 @@ int run_bench(const BenchOptions& o) {
       j["ttft"] = nullptr;
     }
     j["peak_rss_bytes"] = peak_rss_bytes();
+    if (image) j["image"] = image_json(o, *image);
     if (o.profile) {
       auto prof = [](const StageProfile& p) {
         Json a = Json::array();
@@ -504,6 +637,7 @@ int run_bench(const BenchOptions& o) {
     std::printf("%s\n", j.dump(-1, ' ', false, Json::error_handler_t::replace).c_str());
   } else {
     print_table(o, info, load_ms, pp, tg, ttft);
+    if (image) print_image_table(o, *image);
     if (o.profile) {
       print_profile("pp", pp_prof);
       print_profile("tg", tg_prof);
@@ -527,6 +661,11 @@ Command register_bench(CLI::App& parent) {
       "Prefill (pp) and decode (tg) speed, TTFT and peak RSS, like llama-bench: one warm-up, "
       "then the median of the repetitions. tg starts from an empty context.");
   c->add_option("-m,--model", o->model, "GGUF model (default: Gemma 3 270M from scripts/setup.sh)");
+  add_mmproj_flags(c, o->mmproj, o->no_mmproj);
+  c->add_option("--image", o->images,
+                "add an image test with this image (repeat for several in one prompt): encode "
+                "time per image and per view, prefill, TTFT and decode with the image")
+      ->allow_extra_args(false);
   add_count_option(c, "-t,--threads", o->threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = all cores)");
   add_count_option(c, "-p,--n-prompt", o->n_prompt, 0, INT32_MAX,

@@ -26,6 +26,7 @@ struct RunOptions {
   std::string prompt;
   std::string file;
   std::string system;
+  std::vector<std::string> images;  ///< --image, in order
   bool raw = false;
   bool json = false;
   bool no_parse_special = false;
@@ -97,6 +98,12 @@ int run_run(const RunOptions& o) {
     return usage("--system-prompt needs the chat template; --raw completes the text as is");
   }
   if (Status s = validate_sampling(o.s); !s.ok()) return usage(s.message());
+  if (!o.images.empty() && o.conversation) {
+    return usage("--image does not go with --conversation: attach images with /image PATH");
+  }
+  for (const std::string& path : o.images) {
+    if (Status s = check_image_file(path); !s.ok()) return fail(s.message());
+  }
   auto prepared = prepare_model(o.m, o.raw ? DefaultModel::kText : DefaultModel::kChat);
   if (!prepared.ok()) {
     return prepared.status().code() == StatusCode::kInvalidArgument
@@ -115,6 +122,11 @@ int run_run(const RunOptions& o) {
   }
   auto model = load_model(*prepared, o.m);
   if (!model.ok()) return fail(model.status().message());
+  std::vector<Image> images;
+  for (const std::string& path : o.images) images.push_back(Image::from_file(path));
+  if (!images.empty() && model->info().mmproj_path.empty()) {
+    return fail(no_mmproj_error(prepared->path, o.m.no_mmproj).message());
+  }
   GenerationConfig cfg = config_of(o.s);
   cfg.parse_special = !o.no_parse_special;
   cfg.on_prefill_progress = prefill_progress_printer(o.json);
@@ -123,6 +135,11 @@ int run_run(const RunOptions& o) {
     note_chat_template(*model);
     if (!o.system.empty()) msgs.push_back({"system", o.system});
     msgs.push_back({"user", *text});
+    if (!images.empty()) {
+      auto parts = image_message_parts(*text, images, model->info().image_marker);
+      if (!parts.ok()) return usage(parts.status().message());
+      msgs.back().parts = std::move(*parts);
+    }
   }
   if (o.verbose_prompt) {
     if (o.raw) {
@@ -141,7 +158,8 @@ int run_run(const RunOptions& o) {
   std::signal(SIGINT, on_sigint);
   TokenCallback cb;
   if (!o.json) cb = print_piece;
-  Result<Generation> gen = o.raw ? model->generate(*text, cfg, cb) : model->chat(msgs, cfg, cb);
+  Result<Generation> gen =
+      o.raw ? model->generate(*text, images, cfg, cb) : model->chat(msgs, cfg, cb);
   std::signal(SIGINT, SIG_DFL);
   if (!gen.ok()) {
     if (!o.json) std::fputc('\n', stdout);
@@ -175,6 +193,11 @@ Command register_run(CLI::App& parent) {
   add_sampling_flags(c, opts->s);
   c->add_option("-p,--prompt", opts->prompt, "prompt text (default: standard input when piped)");
   c->add_option("-f,--file", opts->file, "read the prompt from a file (- = standard input)");
+  c->add_option("--image", opts->images,
+                "an image for a vision-language model (JPEG, PNG, BMP, GIF, WebP); repeat for "
+                "more. Image i goes at the prompt's i-th <image> marker, or all before the text "
+                "when it has none")
+      ->allow_extra_args(false);
   c->add_option("--system-prompt,--system", opts->system,
                 "system message (chat mode; -sys works too)");
   c->add_flag("--raw", opts->raw, "complete the text as is: no chat template");

@@ -1,10 +1,13 @@
-// Model flags shared by run and chat (-m, --device, -c, -t, -b, KV, state files), checked before
-// the model loads so a bad value is a usage error that costs no load time.
+// Model flags shared by run and chat (-m, --mmproj, --device, -c, -t, -b, KV, state files),
+// checked before the model loads so a bad value is a usage error that costs no load time. Also
+// the mmproj discovery and image helpers that run, chat, bench (and serve) share.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "flag_compat.h"
 #include "geniex/geniex.hpp"
@@ -14,6 +17,8 @@ namespace geniex::cli {
 
 struct ModelOptions {
   std::string model;
+  std::string mmproj;      ///< --mmproj: vision encoder + projector of a vision-language model
+  bool no_mmproj = false;  ///< --no-mmproj: no discovery of an mmproj-*.gguf beside the model
   std::string device = "auto";
   int32_t ctx = 4096;  ///< 0 = the model's training context
   int32_t threads = 0;
@@ -35,7 +40,38 @@ enum class DefaultModel { kText, kChat };
 struct PreparedModel {
   std::string path;
   ModelBuilder builder;
+  std::string mmproj;  ///< the mmproj file the builder loads (given or discovered); "" = none
 };
+
+/// The --mmproj and --no-mmproj flags (for commands that do not take add_model_flags).
+void add_mmproj_flags(CLI::App* c, std::string& mmproj, bool& no_mmproj);
+
+/// The mmproj-*.gguf files in the folder of `model_path`, sorted by name.
+std::vector<std::string> mmproj_candidates(const std::string& model_path);
+
+/// The mmproj file for the model at `model_path`: `flag` when given (kNotFound when it does not
+/// exist); otherwise, unless `no_discovery`, the one mmproj-*.gguf beside the model file that
+/// fits it, noted on stderr as "<who>: using FILE ...". Discovery only looks when the model's
+/// vocabulary has the "<image>" token, and only takes projectors (general.architecture "clip")
+/// whose clip.vision.projection_dim is the model's embedding width; of several that fit,
+/// mmproj-<model file name> wins, else a note names them and none is used. "" when there is
+/// none. `flag` with `no_discovery` is kInvalidArgument.
+Result<std::string> resolve_mmproj(const std::string& model_path, const std::string& flag,
+                                   bool no_discovery, const char* who = "geniex");
+
+/// Checks that an --image / /image file can be read (before the model loads): kNotFound or
+/// kIoError naming the file.
+Status check_image_file(const std::string& path);
+
+/// The content of a user turn with images: text split at `marker` with image i at the i-th
+/// marker, or every image before the text when it has none (as Model::generate places them).
+/// kInvalidArgument when the text has markers but not one per image.
+Result<std::vector<ContentPart>> image_message_parts(const std::string& text,
+                                                     std::span<const Image> images,
+                                                     const std::string& marker);
+
+/// The error for images given to a model loaded without an mmproj, naming the remedy.
+Status no_mmproj_error(const std::string& model_path, bool no_mmproj);
 
 /// A builder for the model named by `o` (or the default), every flag checked; nothing loaded.
 /// kInvalidArgument for a bad flag value, kNotFound for a missing model file.

@@ -27,8 +27,9 @@
  * - Whatever the library hands out (models, generations, errors, token arrays) is owned by the
  *   caller and released with the matching *_free function; every *_free accepts NULL.
  * - Parameter structs begin with `struct_size`: set it to sizeof the struct (the *_default_params
- *   functions do). A size smaller than this header's is GENIEX_ERR_INVALID_ARGUMENT; later
- *   versions only append fields.
+ *   functions do). Later versions only append fields: a size that ends before a field means the
+ *   caller's header predates it (its default applies); a size smaller than the struct's first
+ *   version is GENIEX_ERR_INVALID_ARGUMENT.
  * - Strings are UTF-8 and NUL-terminated. No C++ exception crosses this interface.
  * - A geniex_model is not thread-safe: use one per thread.
  */
@@ -90,9 +91,12 @@ typedef struct geniex_model_params {
   int32_t n_ctx;        /**< context window in tokens; 0 = default (4096), capped at training */
   int32_t n_threads;    /**< worker threads, 0..1024; 0 = the CPUs this process may use */
   int32_t n_batch;      /**< most prompt tokens evaluated per step; 0 = default (512) */
+  /* Appended in 0.2 (vision-language models): */
+  const char* mmproj; /**< vision encoder + projector GGUF that makes the model take images
+                           (geniex_generate_with_images); NULL or "" = text only */
 } geniex_model_params;
 
-/** Defaults: path NULL, device "auto", n_ctx 4096, n_threads 0, n_batch 512. */
+/** Defaults: path NULL, device "auto", n_ctx 4096, n_threads 0, n_batch 512, mmproj NULL. */
 GENIEX_API geniex_model_params geniex_model_default_params(void);
 
 /** Loads a model. On success *out receives a model to release with geniex_model_free.
@@ -106,6 +110,9 @@ GENIEX_API void geniex_model_free(geniex_model* model);
 GENIEX_API int geniex_model_n_vocab(const geniex_model* model);
 /** Context window `model` was loaded with; 0 when `model` is NULL. */
 GENIEX_API int geniex_model_n_ctx(const geniex_model* model);
+/** The text that marks an image's place in a prompt of geniex_generate_with_images (e.g.
+ *  "<image>"); "" for a text model (loaded without mmproj) or NULL. Valid while `model` is. */
+GENIEX_API const char* geniex_model_image_marker(const geniex_model* model);
 
 /** Tokenizes `text`. On success *tokens receives *n ids to release with geniex_tokens_free
  *  (*tokens is NULL when *n is 0). `add_special` adds BOS and other automatic specials;
@@ -159,6 +166,27 @@ GENIEX_API int geniex_generate(geniex_model* model, const char* prompt,
                                const geniex_generation_params* params,
                                geniex_token_callback callback, void* user_data,
                                geniex_generation** out, geniex_error** err);
+/** One image for geniex_generate_with_images: the encoded bytes of a JPEG, PNG, BMP, GIF (first
+ *  frame) or WebP file, or its path. `bytes` (with n_bytes > 0) wins over `path`; the library
+ *  copies the bytes, so they need to live only during the call. */
+typedef struct geniex_image {
+  const uint8_t* bytes; /**< encoded image file, or NULL to read `path` */
+  size_t n_bytes;       /**< bytes in `bytes` */
+  const char* path;     /**< image file, read when `bytes` is NULL */
+} geniex_image;
+
+/** Completes raw text with `n_images` images (a model loaded with mmproj). Image i goes where
+ *  the prompt has its i-th geniex_model_image_marker; with no marker in the prompt, every image
+ *  goes before the text. n_images 0 is geniex_generate. Otherwise as geniex_generate.
+ *  Errors (INVALID_ARGUMENT unless noted): NULL images with n_images > 0, an image with neither
+ *  bytes nor path, a text model, markers not one per image, an undecodable image, a missing
+ *  image file (NOT_FOUND), more image tokens than the context holds (OUT_OF_RANGE). The model
+ *  stays usable after an error. */
+GENIEX_API int geniex_generate_with_images(geniex_model* model, const char* prompt,
+                                           const geniex_image* images, size_t n_images,
+                                           const geniex_generation_params* params,
+                                           geniex_token_callback callback, void* user_data,
+                                           geniex_generation** out, geniex_error** err);
 /** Applies the model's chat template to `n` messages and generates the reply; otherwise as
  *  geniex_generate. A model without a chat template is NOT_FOUND. */
 GENIEX_API int geniex_chat(geniex_model* model, const geniex_chat_message* messages, size_t n,

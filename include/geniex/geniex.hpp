@@ -306,6 +306,13 @@ struct BackendTuning {
   std::vector<int32_t> static_batch_tokens;
 };
 
+/// Images a vision-language model has encoded since it was built (`geniex bench --image`).
+struct ImageStats {
+  int64_t images = 0;      ///< images encoded
+  int64_t views = 0;       ///< encoder runs: tiles plus thumbnail, or 1 for an untiled image
+  double encode_ms = 0.0;  ///< decoding, preprocessing and encoding, all images together
+};
+
 class ModelBuilder;
 
 /// A loaded model with one conversation context. Movable, not copyable.
@@ -376,6 +383,8 @@ class Model {
   [[nodiscard]] std::vector<int32_t> cached_tokens() const;
   [[nodiscard]] KvStats kv_stats() const;
   [[nodiscard]] EngineStats engine_stats() const;
+  /// Zero for a text model.
+  [[nodiscard]] ImageStats image_stats() const;
 
   /// The capability table of every unit for this model's ops and where each stage of a decode
   /// step and of a prefill step runs, with the reasons units were passed over.

@@ -1,6 +1,7 @@
 // The C ABI (include/geniex/geniex.h) over the C++ API: handles own C++ objects, Status becomes
 // a code plus a heap geniex_error, and every entry point catches whatever might escape so that
 // no exception crosses into C.
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -89,6 +90,14 @@ int guarded(geniex_error** err, F&& body) noexcept {
   }
 }
 
+// The size of geniex_model_params before `mmproj` was appended: the smallest a caller may pass.
+constexpr size_t kModelParamsV1Size = offsetof(geniex_model_params, mmproj);
+
+// Whether a caller's struct of `struct_size` bytes holds the field at `offset` of `size` bytes.
+constexpr bool has_field(uint32_t struct_size, size_t offset, size_t size) {
+  return struct_size >= offset + size;
+}
+
 // Converts C generation params (NULL = defaults) into a GenerationConfig.
 int config_of(const geniex_generation_params* p, geniex::GenerationConfig* out,
               geniex_error** err) {
@@ -170,6 +179,7 @@ geniex_model_params geniex_model_default_params(void) {
   p.n_ctx = 4096;
   p.n_threads = 0;
   p.n_batch = 512;
+  p.mmproj = nullptr;
   return p;
 }
 
@@ -178,10 +188,10 @@ int geniex_model_load(const geniex_model_params* params, geniex_model** out, gen
   return guarded(err, [&]() -> int {
     if (params == nullptr) return invalid(err, "geniex_model_load: params is NULL");
     if (out == nullptr) return invalid(err, "geniex_model_load: out is NULL");
-    if (params->struct_size < sizeof(geniex_model_params)) {
+    if (params->struct_size < kModelParamsV1Size) {
       return invalid(err,
                      ("geniex_model_params.struct_size is " + std::to_string(params->struct_size) +
-                      ", expected at least " + std::to_string(sizeof(geniex_model_params)))
+                      ", expected at least " + std::to_string(kModelParamsV1Size))
                          .c_str());
     }
     if (params->path == nullptr) return invalid(err, "geniex_model_params.path is NULL");
@@ -194,6 +204,11 @@ int geniex_model_load(const geniex_model_params* params, geniex_model** out, gen
     if (params->n_ctx != 0) b.with_context_size(params->n_ctx);
     b.with_threads(params->n_threads);
     if (params->n_batch != 0) b.with_batch_size(params->n_batch);
+    if (has_field(params->struct_size, offsetof(geniex_model_params, mmproj),
+                  sizeof(params->mmproj)) &&
+        params->mmproj != nullptr && params->mmproj[0] != '\0') {
+      b.with_mmproj(params->mmproj);
+    }
     auto m = b.build();
     if (!m.ok()) return fail(err, m.status());
     auto handle = std::make_unique<geniex_model>(geniex_model{std::move(m).value()});
@@ -210,6 +225,10 @@ int geniex_model_n_vocab(const geniex_model* model) {
 
 int geniex_model_n_ctx(const geniex_model* model) {
   return model != nullptr ? model->model.info().n_ctx : 0;
+}
+
+const char* geniex_model_image_marker(const geniex_model* model) {
+  return model != nullptr ? model->model.info().image_marker.c_str() : "";
 }
 
 int geniex_tokenize(geniex_model* model, const char* text, int add_special, int parse_special,
@@ -272,6 +291,44 @@ int geniex_generate(geniex_model* model, const char* prompt, const geniex_genera
     if (int rc = config_of(params, &config, err); rc != GENIEX_OK) return rc;
     return deliver(
         model->model.generate(std::string_view(prompt), config, callback_of(callback, user_data)),
+        out, err);
+  });
+}
+
+int geniex_generate_with_images(geniex_model* model, const char* prompt, const geniex_image* images,
+                                size_t n_images, const geniex_generation_params* params,
+                                geniex_token_callback callback, void* user_data,
+                                geniex_generation** out, geniex_error** err) {
+  if (out != nullptr) *out = nullptr;
+  return guarded(err, [&]() -> int {
+    if (model == nullptr) return invalid(err, "geniex_generate_with_images: model is NULL");
+    if (prompt == nullptr) return invalid(err, "geniex_generate_with_images: prompt is NULL");
+    if (out == nullptr) return invalid(err, "geniex_generate_with_images: out is NULL");
+    if (images == nullptr && n_images > 0) {
+      return invalid(err, "geniex_generate_with_images: images is NULL but n_images > 0");
+    }
+    std::vector<geniex::Image> imgs;
+    imgs.reserve(n_images);
+    for (size_t i = 0; i < n_images; ++i) {
+      const geniex_image& im = images[i];
+      const std::string which = "geniex_generate_with_images: images[" + std::to_string(i) + "]";
+      if (im.bytes == nullptr && im.n_bytes > 0) {
+        return invalid(err, (which + ".bytes is NULL but n_bytes > 0").c_str());
+      }
+      if (im.bytes != nullptr && im.n_bytes > 0) {
+        imgs.push_back(
+            geniex::Image::from_bytes(std::vector<uint8_t>(im.bytes, im.bytes + im.n_bytes)));
+      } else if (im.path != nullptr && im.path[0] != '\0') {
+        imgs.push_back(geniex::Image::from_file(im.path));
+      } else {
+        return invalid(err, (which + " has neither bytes nor a path").c_str());
+      }
+    }
+    geniex::GenerationConfig config;
+    if (int rc = config_of(params, &config, err); rc != GENIEX_OK) return rc;
+    return deliver(
+        model->model.generate(std::string_view(prompt), std::span<const geniex::Image>(imgs),
+                              config, callback_of(callback, user_data)),
         out, err);
   });
 }

@@ -84,6 +84,11 @@ EngineStats Model::engine_stats() const {
   return e;
 }
 
+ImageStats Model::image_stats() const {
+  const auto& s = impl_->image_stats;
+  return ImageStats{s.images, s.views, s.encode_ms};
+}
+
 std::string Model::explain_placement() const {
   std::string out;
   Impl& m = *impl_;

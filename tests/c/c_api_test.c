@@ -1,5 +1,6 @@
 /* Tests of the C ABI (geniex/geniex.h), written in C to prove the header is plain C.
  * Uses the tiny random-weight Qwen2 model; GENIEX_SOURCE_DIR locates the repository. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,165 @@ static void test_prompt_too_long(const char* path) {
   geniex_model_free(small);
 }
 
+/* Reads a whole file into a malloc'ed buffer; NULL on failure. */
+static unsigned char* read_file(const char* path, size_t* n) {
+  FILE* f = fopen(path, "rb");
+  unsigned char* buf = NULL;
+  long size = 0;
+  *n = 0;
+  if (f == NULL) return NULL;
+  if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0) {
+    buf = (unsigned char*)malloc((size_t)size);
+    if (buf != NULL && fread(buf, 1, (size_t)size, f) != (size_t)size) {
+      free(buf);
+      buf = NULL;
+    }
+  }
+  fclose(f);
+  if (buf != NULL) *n = (size_t)size;
+  return buf;
+}
+
+/* The tiny LFM2-VL with its mmproj: an image by path and by bytes (same answer), errors. */
+static void test_vision(const char* dir) {
+  char model_path[4096], mmproj_path[4096], image_path[4096], missing[4096];
+  geniex_model_params mp = geniex_model_default_params();
+  geniex_generation_params gp = greedy(4);
+  geniex_model* model = NULL;
+  geniex_model* text = NULL;
+  geniex_generation* by_path = NULL;
+  geniex_generation* by_bytes = NULL;
+  geniex_generation* gen = NULL;
+  geniex_error* err = NULL;
+  geniex_image img;
+  unsigned char* bytes = NULL;
+  unsigned char junk[64];
+  size_t n_bytes = 0;
+  snprintf(model_path, sizeof(model_path), "%s/tests/data/models/tiny-lfm2vl-f32.gguf", dir);
+  snprintf(mmproj_path, sizeof(mmproj_path), "%s/tests/data/models/mmproj-tiny-lfm2vl-f32.gguf",
+           dir);
+  snprintf(image_path, sizeof(image_path), "%s/tests/data/vision/chelsea.png", dir);
+  snprintf(missing, sizeof(missing), "%s/tests/data/vision/no-such.png", dir);
+  CHECK(mp.mmproj == NULL);
+
+  /* A caller built against the header before mmproj (a smaller struct) still loads. */
+  mp.path = model_path;
+  mp.device = "cpu";
+  mp.n_threads = 2;
+  mp.n_ctx = 1024;
+  mp.struct_size = (uint32_t)offsetof(geniex_model_params, mmproj);
+  CHECK_OK(geniex_model_load(&mp, &text, &err), err);
+  CHECK(text != NULL);
+  CHECK(strcmp(geniex_model_image_marker(text), "") == 0);
+
+  mp = geniex_model_default_params();
+  mp.path = model_path;
+  mp.mmproj = mmproj_path;
+  mp.device = "cpu";
+  mp.n_threads = 2;
+  mp.n_ctx = 1024;
+  CHECK_OK(geniex_model_load(&mp, &model, &err), err);
+  if (model == NULL) {
+    geniex_model_free(text);
+    return;
+  }
+  CHECK(strcmp(geniex_model_image_marker(model), "<image>") == 0);
+  CHECK(strcmp(geniex_model_image_marker(NULL), "") == 0);
+
+  /* By path, at the marker. */
+  memset(&img, 0, sizeof(img));
+  img.path = image_path;
+  CHECK_OK(geniex_generate_with_images(model, "<image>What is this?", &img, 1, &gp, NULL, NULL,
+                                       &by_path, &err),
+           err);
+  CHECK(by_path != NULL);
+  /* The image tokens are part of the prompt. */
+  CHECK(geniex_generation_n_prompt_tokens(by_path) > 20);
+  CHECK(geniex_generation_n_tokens(by_path) == 4);
+
+  /* By bytes: the same ids (greedy, same prompt). */
+  bytes = read_file(image_path, &n_bytes);
+  CHECK(bytes != NULL);
+  memset(&img, 0, sizeof(img));
+  img.bytes = bytes;
+  img.n_bytes = n_bytes;
+  geniex_model_free(model); /* a fresh context: no prefix reuse between the two */
+  model = NULL;
+  CHECK_OK(geniex_model_load(&mp, &model, &err), err);
+  if (model != NULL) {
+    CHECK_OK(geniex_generate_with_images(model, "<image>What is this?", &img, 1, &gp, NULL, NULL,
+                                         &by_bytes, &err),
+             err);
+  }
+  if (by_path != NULL && by_bytes != NULL) {
+    CHECK(geniex_generation_n_prompt_tokens(by_bytes) ==
+          geniex_generation_n_prompt_tokens(by_path));
+    CHECK(geniex_generation_n_tokens(by_bytes) == geniex_generation_n_tokens(by_path));
+    CHECK(memcmp(geniex_generation_tokens(by_bytes), geniex_generation_tokens(by_path),
+                 geniex_generation_n_tokens(by_path) * sizeof(int32_t)) == 0);
+  }
+  geniex_generation_free(by_path);
+  geniex_generation_free(by_bytes);
+
+  if (model != NULL) {
+    /* Errors, each leaving the model usable. Corrupt bytes: INVALID_ARGUMENT. */
+    memset(junk, 0x5a, sizeof(junk));
+    img.bytes = junk;
+    img.n_bytes = sizeof(junk);
+    CHECK(geniex_generate_with_images(model, "x", &img, 1, &gp, NULL, NULL, &gen, &err) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    CHECK(gen == NULL);
+    CHECK(err != NULL && strlen(geniex_error_message(err)) > 0);
+    geniex_error_free(err);
+    err = NULL;
+    /* A missing file: NOT_FOUND naming it. */
+    memset(&img, 0, sizeof(img));
+    img.path = missing;
+    CHECK(geniex_generate_with_images(model, "x", &img, 1, &gp, NULL, NULL, &gen, &err) ==
+          GENIEX_ERR_NOT_FOUND);
+    CHECK(err != NULL && strstr(geniex_error_message(err), "no-such.png") != NULL);
+    geniex_error_free(err);
+    err = NULL;
+    /* Neither bytes nor path; NULL array; bytes NULL with a size; markers for 2, 1 image. */
+    memset(&img, 0, sizeof(img));
+    CHECK(geniex_generate_with_images(model, "x", &img, 1, &gp, NULL, NULL, &gen, NULL) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    CHECK(geniex_generate_with_images(model, "x", NULL, 1, &gp, NULL, NULL, &gen, NULL) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    img.n_bytes = 3;
+    CHECK(geniex_generate_with_images(model, "x", &img, 1, &gp, NULL, NULL, &gen, NULL) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    memset(&img, 0, sizeof(img));
+    img.path = image_path;
+    CHECK(geniex_generate_with_images(model, "<image><image>x", &img, 1, &gp, NULL, NULL, &gen,
+                                      NULL) == GENIEX_ERR_INVALID_ARGUMENT);
+    CHECK(geniex_generate_with_images(NULL, "x", &img, 1, &gp, NULL, NULL, &gen, NULL) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    CHECK(geniex_generate_with_images(model, "x", &img, 1, &gp, NULL, NULL, NULL, NULL) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    /* Still usable: no images is plain generation; then an image again. */
+    CHECK_OK(geniex_generate_with_images(model, "Hello", NULL, 0, &gp, NULL, NULL, &gen, &err),
+             err);
+    geniex_generation_free(gen);
+    gen = NULL;
+    CHECK_OK(geniex_generate_with_images(model, "Hi", &img, 1, &gp, NULL, NULL, &gen, &err), err);
+    geniex_generation_free(gen);
+    gen = NULL;
+  }
+
+  /* A text model (no mmproj) given an image: INVALID_ARGUMENT saying it takes none. */
+  if (text != NULL) {
+    CHECK(geniex_generate_with_images(text, "x", &img, 1, &gp, NULL, NULL, &gen, &err) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    CHECK(err != NULL && strstr(geniex_error_message(err), "takes no images") != NULL);
+    geniex_error_free(err);
+    err = NULL;
+  }
+  free(bytes);
+  geniex_model_free(text);
+  geniex_model_free(model);
+}
+
 int main(void) {
   const char* dir = getenv("GENIEX_SOURCE_DIR");
   char path[4096];
@@ -358,6 +518,7 @@ int main(void) {
   test_tokenize(model);
   test_errors(model, dir);
   test_prompt_too_long(path);
+  test_vision(dir);
   geniex_model_free(model);
 
   if (g_failures > 0) {
