@@ -21,6 +21,7 @@
 #include "flag_compat.h"
 #include "geniex/geniex.hpp"
 #include "kv_flags.h"
+#include "model_flags.h"
 #include "number_flags.h"
 #include "sampling_flags.h"
 #include "server/http_server.h"
@@ -89,31 +90,6 @@ void note_chat_template(const ModelInfo& info, const std::string& model_id) {
   }
 }
 
-/// The one `mmproj-*.gguf` beside the model file, or "" when there is none or several (a note
-/// then says to pick one with --mmproj).
-std::string discover_mmproj(const std::string& model_path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::path dir = fs::path(model_path).parent_path().empty()
-                           ? fs::path(".")
-                           : fs::path(model_path).parent_path();
-  std::vector<std::string> found;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (name.starts_with("mmproj-") && name.ends_with(".gguf") && it->is_regular_file(ec)) {
-      found.push_back(it->path().string());
-    }
-  }
-  if (found.size() > 1) {
-    std::fprintf(stderr,
-                 "geniex serve: note: %zu mmproj-*.gguf files beside the model; serving text "
-                 "only (choose one with --mmproj FILE)\n",
-                 found.size());
-    return {};
-  }
-  return found.empty() ? std::string() : found[0];
-}
-
 /// Waits for SIGINT / SIGTERM (blocked in every thread, taken here with sigtimedwait) and
 /// shuts the server down; exits on its own when `done` is set.
 void watch_signals(server::HttpServer& srv, const std::atomic<bool>& done) {
@@ -152,14 +128,13 @@ int run_serve(const ServeOptions& o) {
   b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
       o.parallel);
   if (Status kv = apply_kv_flags(o.kv, b); !kv.ok()) return usage(kv.message());
-  if (o.no_mmproj && !o.mmproj.empty()) return usage("--mmproj and --no-mmproj exclude each other");
-  if (!o.mmproj.empty() && !std::filesystem::is_regular_file(o.mmproj)) {
-    return usage("--mmproj " + o.mmproj + ": no such file");
+  // The given --mmproj, or the one fitting mmproj-*.gguf beside the model (model_flags).
+  auto mmproj = resolve_mmproj(path, o.mmproj, o.no_mmproj, "geniex serve");
+  if (!mmproj.ok()) {
+    return mmproj.status().code() == StatusCode::kInvalidArgument ? usage(mmproj.status().message())
+                                                                  : fail(mmproj.status().message());
   }
-  std::string mmproj = o.mmproj;
-  const bool discovered = mmproj.empty() && !o.no_mmproj;
-  if (discovered) mmproj = discover_mmproj(path);
-  b.with_mmproj(mmproj);
+  b.with_mmproj(*mmproj);
   server::ImageOptions images;
   for (const std::string& d : o.image_dirs) {
     char* real = ::realpath(d.c_str(), nullptr);
@@ -188,27 +163,7 @@ int run_serve(const ServeOptions& o) {
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
   auto model = b.build();
-  if (!model.ok() && discovered && !mmproj.empty() &&
-      model.status().code() == StatusCode::kInvalidArgument) {
-    // The mmproj found beside the model may belong to another model: try this one text only
-    // (a failure that is not the mmproj's fails again, with the text-only load's message).
-    auto text_only = b.with_mmproj("").build();
-    if (text_only.ok()) {
-      std::fprintf(stderr,
-                   "geniex serve: note: not using %s, found beside the model (%s); serving text "
-                   "only\n",
-                   mmproj.c_str(), model.status().message().c_str());
-      mmproj.clear();
-    }
-    model = std::move(text_only);
-  }
   if (!model.ok()) return fail(path + ": " + model.status().message());
-  if (discovered && !mmproj.empty()) {
-    std::fprintf(stderr,
-                 "geniex serve: using %s (found beside the model; --no-mmproj to serve text "
-                 "only)\n",
-                 mmproj.c_str());
-  }
   for (const std::string& w : model->info().warnings) {
     std::fprintf(stderr, "geniex serve: warning: %s\n", w.c_str());
   }
@@ -278,11 +233,7 @@ Command register_serve(CLI::App& parent) {
                    "open connections one client address may hold (503 beyond)");
   add_count_option(c, "--max-conns", o->max_conns, 1, 1 << 20,
                    "open connections in all (503 beyond)");
-  c->add_option("--mmproj", o->mmproj,
-                "vision encoder GGUF (mmproj) of a vision-language model: chat requests may then "
-                "carry images (default: the one mmproj-*.gguf beside the model, if any)");
-  c->add_flag("--no-mmproj", o->no_mmproj,
-              "serve text only: do not look for an mmproj-*.gguf beside the model");
+  add_mmproj_flags(c, o->mmproj, o->no_mmproj);
   c->add_option("--allow-image-dir", o->image_dirs,
                 "directory whose files chat requests may name as file:// image URLs "
                 "(repeatable; default: none, only data: URLs)")
