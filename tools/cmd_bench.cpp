@@ -366,8 +366,8 @@ void print_image_table(const BenchOptions& o, const ImageSeries& im) {
   std::printf(
       "(encode = decode + preprocess + vision encoder; ttft = encode + prefill + first "
       "token; from an empty context)\n\n");
-  std::string head = "| test        | unit  |     median |";
-  std::string rule = "|-------------|-------|-----------:|";
+  std::string head = "| test         | unit  |     median |";
+  std::string rule = "|--------------|-------|-----------:|";
   for (int32_t i = 0; i < o.reps; ++i) {
     head += fmt("     rep %-2.0f |", static_cast<double>(i + 1));
     rule += "-----------:|";
@@ -375,9 +375,9 @@ void print_image_table(const BenchOptions& o, const ImageSeries& im) {
   std::printf("%s\n%s\n", head.c_str(), rule.c_str());
   auto row = [&](const std::string& test, const char* unit, const std::vector<double>& samples) {
     std::string line = "| " + test;
-    line.resize(std::max<size_t>(line.size(), 14), ' ');
+    line.resize(std::max<size_t>(line.size(), 15), ' ');
     line += std::string("| ") + unit;
-    line.resize(std::max<size_t>(line.size(), 22), ' ');
+    line.resize(std::max<size_t>(line.size(), 23), ' ');
     line += "| " + fmt("%10.2f", Series::median_of(samples)) + " |";
     for (double s : samples) line += " " + fmt("%10.2f", s) + " |";
     std::printf("%s\n", line.c_str());
