@@ -1,10 +1,16 @@
 #include "server/completion_handler.h"
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <ctime>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "server/access_log.h"
@@ -67,6 +73,44 @@ ApiResult<std::vector<int32_t>> prompt_ids(const Model& m, const CompletionReque
   return std::move(*t);
 }
 
+/// A streamed request with images: its generation runs on a thread of its own and writes its
+/// events here until the worker, which waited for the images to be encoded (so that a bad image
+/// is still a plain 400, before the stream's 200 goes out), sends them.
+struct Pipe final : StreamWriter {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::string> queue;
+  bool encoded = false;                  ///< the images are in: prefill or generation began
+  bool done = false;                     ///< the generation thread finished
+  std::optional<ApiError> early_error;   ///< failed before the images were encoded
+  std::atomic<bool> reader_gone{false};  ///< the client left (or the response was dropped)
+  int64_t prompt_tokens = -1;            ///< what the model was fed, once known
+  int64_t completion_tokens = -1;
+
+  bool write(std::string_view data) override {
+    if (reader_gone.load()) return false;
+    std::lock_guard<std::mutex> l(mu);
+    queue.emplace_back(data);
+    cv.notify_all();
+    return true;
+  }
+  void mark_encoded() {
+    std::lock_guard<std::mutex> l(mu);
+    if (encoded) return;
+    encoded = true;
+    cv.notify_all();
+  }
+  bool is_encoded() {
+    std::lock_guard<std::mutex> l(mu);
+    return encoded;
+  }
+  void finish() {
+    std::lock_guard<std::mutex> l(mu);
+    done = true;
+    cv.notify_all();
+  }
+};
+
 /// One admitted request: everything the generation needs, shared with the stream provider.
 struct Job {
   ServerState& st;
@@ -78,6 +122,7 @@ struct Job {
   Admission::Slot slot;
   Clock::time_point arrival;
   bool client_gone = false;
+  std::shared_ptr<Pipe> pipe = nullptr;  ///< a streamed request with images (see Pipe)
 };
 
 /// Gets each piece of text with the logprob entries of the tokens since the last piece (the
@@ -110,8 +155,10 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
       return !s.empty() && json.feed(s);
     };
   }
+  if (job.pipe) cfg.on_prefill_progress = [&job](int32_t, int32_t) { job.pipe->mark_encoded(); };
   int64_t counted = 0;
   const TokenCallback on_token = [&](std::string_view text, int32_t) {
+    if (job.pipe) job.pipe->mark_encoded();
     if (counted++ == 0) {
       st.metrics.observe_ttft(std::chrono::duration<double>(Clock::now() - job.arrival).count());
     }
@@ -130,6 +177,7 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
                  : st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
   if (gen.ok() && job.req.n_images > 0) {
     this_request().prompt_tokens = static_cast<int64_t>(gen->prompt_tokens.size());
+    if (job.pipe) job.pipe->prompt_tokens = static_cast<int64_t>(gen->prompt_tokens.size());
     st.metrics.add_prompt_tokens(static_cast<int64_t>(gen->prompt_tokens.size()) -
                                  static_cast<int64_t>(job.ids.size()));
   }
@@ -212,8 +260,15 @@ void stream(Job& job, StreamWriter& sink) {
       },
       rest);
   if (gen.ok()) this_request().completion_tokens = static_cast<int64_t>(gen->tokens.size());
+  if (gen.ok() && job.pipe) job.pipe->completion_tokens = static_cast<int64_t>(gen->tokens.size());
   if (job.client_gone) return;
   if (!gen.ok()) {
+    if (job.pipe && !job.pipe->is_encoded()) {
+      // Nothing was sent yet: the worker answers with a plain error status instead.
+      job.pipe->early_error =
+          job.st.cancel_all.load() ? shutting_down() : from_status(gen.status(), "messages");
+      return;
+    }
     const ApiError e =
         job.st.cancel_all.load()
             ? shutting_down()
@@ -229,6 +284,54 @@ void stream(Job& job, StreamWriter& sink) {
   if (!write(sse_event(stream_chunk_json(ep, job.meta, last, usage)))) return;
   if (usage && !write(sse_event(usage_chunk_json(ep, job.meta, usage_of(job, *gen))))) return;
   write(sse_done());
+}
+
+/// Drops the pipe's reader when the response (and its stream producer) goes away unrun.
+struct ReaderGuard {
+  std::shared_ptr<Pipe> pipe;
+  ~ReaderGuard() { pipe->reader_gone.store(true); }
+};
+
+/// A streamed request with images (see Pipe): the generation starts on its own thread; an error
+/// before the images are encoded is returned as a whole error response.
+HttpResponse stream_with_images(const std::shared_ptr<Job>& job) {
+  auto pipe = std::make_shared<Pipe>();
+  job->pipe = pipe;
+  std::thread([job] {
+    stream(*job, *job->pipe);
+    job->slot.release();
+    job->pipe->finish();
+  }).detach();
+  {
+    std::unique_lock<std::mutex> l(pipe->mu);
+    pipe->cv.wait(l, [&] { return pipe->encoded || pipe->done; });
+    if (!pipe->encoded && pipe->early_error) return send_error(*pipe->early_error);
+  }
+  HttpResponse res;
+  res.content_type = "text/event-stream";
+  res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};
+  std::shared_ptr<ReaderGuard> guard(new ReaderGuard{pipe});  // no temporary to destroy
+  res.stream = [pipe, guard](StreamWriter& sink) {
+    // Sends what the generation wrote until it finishes (a client gone cancels it).
+    for (;;) {
+      std::deque<std::string> batch;
+      bool fin = false;
+      {
+        std::unique_lock<std::mutex> l(pipe->mu);
+        pipe->cv.wait(l, [&] { return !pipe->queue.empty() || pipe->done; });
+        batch.swap(pipe->queue);
+        fin = pipe->done;
+      }
+      for (const std::string& s : batch) {
+        if (!pipe->reader_gone.load() && !sink.write(s)) pipe->reader_gone.store(true);
+      }
+      if (fin) break;
+    }
+    if (pipe->prompt_tokens >= 0) this_request().prompt_tokens = pipe->prompt_tokens;
+    if (pipe->completion_tokens >= 0) this_request().completion_tokens = pipe->completion_tokens;
+    this_request().client_closed = pipe->reader_gone.load();
+  };
+  return res;
 }
 
 }  // namespace
@@ -281,6 +384,7 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
                static_cast<int64_t>(std::time(nullptr)), st.options.model_id};
 
   if (!job->req.stream) return respond_whole(*job, req);
+  if (job->req.n_images > 0) return stream_with_images(job);
   HttpResponse res;
   res.content_type = "text/event-stream";
   res.headers = {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}};

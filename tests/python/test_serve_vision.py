@@ -163,6 +163,42 @@ def test_bad_images_are_400_and_the_server_goes_on(vl_server, url, needle):
     assert_next_request_works(vl_server)
 
 
+@pytest.mark.parametrize("url", [
+    "data:image/png;base64," + base64.b64encode(PNG[:len(PNG) // 3]).decode(),
+    "http://example.com/cat.png"])
+def test_bad_image_in_a_streamed_request_is_a_plain_400(vl_server, url):
+    # The images are encoded before the stream's 200 goes out: an undecodable one is a 400.
+    r = requests.post(vl_server.base_url + "/chat/completions", timeout=60, json={
+        "messages": image_message(url), "max_tokens": 2, "stream": True})
+    assert_400(r, "png" if url.startswith("data:") else "remote images")
+    with pytest.raises(openai.BadRequestError):
+        list(client(vl_server).chat.completions.create(
+            model=vl_server.model_id, messages=image_message(url), max_tokens=2, stream=True))
+    assert_next_request_works(vl_server)
+
+
+def test_streams_in_parallel_and_a_client_that_leaves(vl_server):
+    import concurrent.futures
+
+    def one(i):
+        stream = client(vl_server).chat.completions.create(
+            model=vl_server.model_id, messages=image_message(CHELSEA, f"Image {i}?"),
+            max_tokens=4, temperature=0, stream=True)
+        return [ch.choices[0].finish_reason for ch in stream if ch.choices]
+
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        for finishes in ex.map(one, range(4)):
+            assert finishes[-1] in ("length", "stop")
+    # A client that closes the stream after the first chunk: the server cancels and goes on.
+    with requests.post(vl_server.base_url + "/chat/completions", stream=True, timeout=60, json={
+            "messages": image_message(CHELSEA), "max_tokens": 200, "stream": True,
+            "temperature": 0}) as r:
+        assert r.status_code == 200
+        next(r.iter_lines())
+    vl_server.wait_idle()
+    assert_next_request_works(vl_server)
+
+
 def test_bad_image_through_the_openai_client(vl_server):
     with pytest.raises(openai.BadRequestError) as e:
         client(vl_server).chat.completions.create(
