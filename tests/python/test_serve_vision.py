@@ -257,3 +257,15 @@ def test_mmproj_discovery_and_no_mmproj(geniex_bin, tmp_path):
                    "takes no images")
     finally:
         srv.stop()
+
+
+def test_more_image_tokens_than_the_context_is_400(geniex_bin):
+    srv = start_server(geniex_bin, VL_MODEL, "--mmproj", VL_MMPROJ, "-c", "64")
+    try:
+        for stream in (False, True):
+            r = post(srv, {"messages": image_message(CHELSEA), "max_tokens": 2, "stream": stream})
+            assert_400(r, "image tokens")
+        ok = post(srv, {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2})
+        assert ok.status_code == 200, ok.text
+    finally:
+        assert srv.stop() == 0
