@@ -57,6 +57,46 @@ TEST(EnginePlacementGpu, WholeModelOnOpenclAgreesWithTheCpu) {
   }
 }
 
+TEST(EnginePlacementGpu, Lfm2ConvLayersRunOnOpencl) {
+  // LFM2's short-conv layers (ShortConv / ShortConvState) run on the GPU with the attention
+  // layers: one stage, logits as the CPU's over 256 tokens (prefill chunks carry the conv
+  // states), and greedy decoding (one token per step through the states) the same tokens.
+  for (const std::string type : {"f32", "q8_0"}) {
+    SCOPED_TRACE(type);
+    std::vector<std::string> log;
+    Placed r = logits_vs_cpu(tiny("lfm2", type), Device::gpu(), &log);
+    Model* gpu = &r.model;
+    const std::string& p = gpu->info().placement;
+    EXPECT_NE(p.find("whole model -> opencl("), std::string::npos) << p;
+    const std::string ex = gpu->explain_placement();
+    for (const char* op :
+         {"ShortConv / F32 F32 F32 I32:  opencl(", "ShortConvState / F32 F32 I32:  opencl("}) {
+      const size_t at = ex.find(op);
+      ASSERT_NE(at, std::string::npos) << ex;
+      EXPECT_EQ(ex.find('=', at + std::string(op).size()), ex.find(")=native", at) + 1) << ex;
+    }
+    // Both probes (decode and prefill) place every stage on the GPU.
+    size_t on_gpu = 0;
+    for (size_t at = 0;
+         (at = ex.find("token step):\n  embedding .. output -> opencl(", at)) != std::string::npos;
+         ++at) {
+      ++on_gpu;
+    }
+    EXPECT_EQ(on_gpu, 2u) << ex;
+    std::printf("[ measure ] lfm2 %s: OpenCL vs CPU over 256 tokens: top-1 %.4f, KL %.2e\n",
+                type.c_str(), r.ag.top1, r.ag.kl);
+    EXPECT_GE(r.ag.top1, 0.99);
+    EXPECT_LE(r.ag.kl, 0.01);
+    Model cpu = load_on(tiny("lfm2", type), Device::cpu());
+    const auto toks = some_tokens(30, cpu.info().n_vocab);
+    auto a = cpu.generate(std::span<const int32_t>(toks), greedy(12));
+    auto b = gpu->generate(std::span<const int32_t>(toks), greedy(12));
+    ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+    EXPECT_EQ(a->tokens, b->tokens);
+    EXPECT_EQ(gpu->engine_stats().fallbacks, 0);
+  }
+}
+
 TEST(EnginePlacementGpu, AGpuLackingAnOpKeepsTheOtherStagesAndTheLogSaysWhy) {
   // No Rope on the GPU: every layer moves to the CPU; embedding and output head stay on the GPU.
   OpenclTuning no_rope;

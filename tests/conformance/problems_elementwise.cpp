@@ -205,7 +205,8 @@ ProblemList hadamard_problems(const Target& tg) {
 namespace geniex::conformance {
 
 // LFM2's short conv: one fresh sequence (no state), a prefill shorter than the state, decode
-// rows of three sequences, two interleaved sequences with a padding token; the state problems
+// rows of three sequences, two interleaved sequences with a padding token, three interleaved
+// with L 8 (a slot's history spans its state and tokens far apart); the state problems
 // advance the same states.
 ProblemList short_conv_problems(OpKind kind, const Target& tg) {
   ProblemList out;
@@ -224,7 +225,8 @@ ProblemList short_conv_problems(OpKind kind, const Target& tg) {
              {16, 1, 4, 1, {0}, "one token, L 4"},
              {32, 3, 3, 3, {2, 0, 1}, "three decodes"},
              {20, 7, 3, 2, {1, 1, 0, 1, -1, 0, 0}, "two sequences + padding"},
-             {64, 37, 3, 2, std::vector<int32_t>(37, 1), "prefill of slot 1"}};
+             {64, 37, 3, 2, std::vector<int32_t>(37, 1), "prefill of slot 1"},
+             {40, 11, 8, 3, {2, 0, 2, 1, 2, -1, 2, 0, 2, 2, 1}, "interleaved, L 8"}};
   }
   for (const auto& c : cases) {
     if (kind == OpKind::kShortConvState && c.slots == 0) continue;

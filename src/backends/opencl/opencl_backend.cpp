@@ -105,14 +105,24 @@ SlotPlan plan_slots(const graph::Graph& g, const std::vector<NodeId>& outputs) {
 
 constexpr size_t kMaxStagingBytes = size_t{64} << 20;
 
-constexpr const char* kKernelNames[] = {
-    "matmul_q4_0",        "matmul_q5_0",   "matmul_q8_0",   "matmul_q4_k",   "matmul_q5_k",
-    "matmul_q6_k",        "matmul_iq4_nl", "matmul_f32",    "matmul_f16",    "matmul_bf16",
-    "embed_q4_0",         "embed_q5_0",    "embed_q8_0",    "embed_q4_k",    "embed_q5_k",
-    "embed_q6_k",         "embed_iq4_nl",  "embed_f32",     "embed_f16",     "embed_bf16",
-    "unary_f32",          "glu_f32",       "binary_f32",    "get_rows_f32",  "cache_write",
-    "rms_norm_f32",       "softmax_f32",   "rope_f32",      "attention_f32", "quantize_q8_0_rows",
-    "quantize_q8_k_rows", "hadamard_f32",  "layer_norm_f32"};
+constexpr const char* kKernelNames[] = {"matmul_q4_0",         "matmul_q5_0",
+                                        "matmul_q8_0",         "matmul_q4_k",
+                                        "matmul_q5_k",         "matmul_q6_k",
+                                        "matmul_iq4_nl",       "matmul_f32",
+                                        "matmul_f16",          "matmul_bf16",
+                                        "embed_q4_0",          "embed_q5_0",
+                                        "embed_q8_0",          "embed_q4_k",
+                                        "embed_q5_k",          "embed_q6_k",
+                                        "embed_iq4_nl",        "embed_f32",
+                                        "embed_f16",           "embed_bf16",
+                                        "unary_f32",           "glu_f32",
+                                        "binary_f32",          "get_rows_f32",
+                                        "cache_write",         "rms_norm_f32",
+                                        "softmax_f32",         "rope_f32",
+                                        "attention_f32",       "quantize_q8_0_rows",
+                                        "quantize_q8_k_rows",  "hadamard_f32",
+                                        "layer_norm_f32",      "short_conv_f32",
+                                        "short_conv_state_f32"};
 
 }  // namespace
 

@@ -99,6 +99,7 @@ class OpenclBackend final : public Backend {
   Status op_embedding(const graph::Graph& g, graph::NodeId id);
   Status op_attention(const graph::Graph& g, graph::NodeId id);
   Status op_rope(const graph::Graph& g, graph::NodeId id);
+  Status op_short_conv(const graph::Graph& g, graph::NodeId id);
   Status op_cache_write(const graph::Graph& g, graph::NodeId id);
   Status cache_write_blocks(const graph::Graph& g, graph::NodeId id, cl_mem src,
                             std::span<const int32_t> slots);
@@ -128,7 +129,9 @@ class OpenclBackend final : public Backend {
   DeviceBuffer dummy_;     // bound to unused pointer arguments
   DeviceBuffer act_q_;     // activation rows quantized for block-weight MatMuls (grown on demand)
   DeviceBuffer rope_buf_;  // RoPE cos / sin table (grown on demand)
-  std::vector<float> rope_table_;  // its host copy (capacity kept)
+  std::vector<float> rope_table_;    // its host copy (capacity kept)
+  DeviceBuffer conv_buf_;            // short-conv source table (grown on demand)
+  std::vector<int32_t> conv_table_;  // its host copy (capacity kept)
   OpenclStats stats_;
 
   // Weights by (host address, bytes, type, converted to F32): immutable while bound.

@@ -91,6 +91,40 @@ TEST(OpenclOps, WithoutFp64TheF32FallbackStaysClose) {
         c.op(OpKind::kMatMul, {c.weight(GgmlType::kQ4_K, 512, 20), c.input({512, 3, 1, 1})});
     EXPECT_LE(compare(c, y, "no fp64: matmul Q4_K", **b), kBlockBound);
   }
+  {
+    Problem c;
+    const NodeId y = c.op(OpKind::kShortConv,
+                          {c.input({32, 5, 1, 1}), c.weight(GgmlType::kF32, 3, 32),
+                           c.input({32, 2, 2, 1}, 1.0f, "state"), c.ints({1, 0, 1, -1, 1}, "seq")});
+    EXPECT_LE(compare(c, y, "no fp64: short conv", **b), kF32Bound);
+  }
+}
+
+// A short-conv token whose slot is past the states is an error, as in the reference; a padding
+// token (slot < 0) is not.
+TEST(OpenclOps, ShortConvSlotOutOfRangeIsAnError) {
+  Problem c;
+  const NodeId y =
+      c.op(OpKind::kShortConv, {c.input({16, 3, 1, 1}), c.weight(GgmlType::kF32, 3, 16),
+                                c.input({16, 2, 2, 1}, 1.0f, "state"), c.ints({0, -1, 2}, "seq")});
+  std::vector<float> out(48);
+  c.b.bind_output(y, out);
+  const Status s = shared_backend().run(c.g, c.b);
+  EXPECT_EQ(s.code(), StatusCode::kOutOfRange) << s.to_string();
+}
+
+TEST(OpenclOps, ShortConvWithTooManyTapsIsUnsupportedAndSaysWhy) {
+  Problem c;
+  const NodeId y =
+      c.op(OpKind::kShortConv, {c.input({16, 3, 1, 1}), c.weight(GgmlType::kF32, 65, 16)});
+  const OpSupport s = shared_backend().supports(c.g, y);
+  EXPECT_EQ(s.level, Support::kUnsupported);
+  EXPECT_NE(s.reason.find("more than 64 taps"), std::string::npos) << s.reason;
+  Problem ok;
+  const NodeId z =
+      ok.op(OpKind::kShortConv, {ok.input({16, 3, 1, 1}), ok.weight(GgmlType::kF32, 64, 16)});
+  EXPECT_EQ(shared_backend().supports(ok.g, z).level, Support::kNative);
+  EXPECT_LE(compare(ok, z, "short conv, 64 taps", shared_backend()), 1e-12);
 }
 
 // RoPE's cos / sin table is built on the host, so freq_factors must be readable there.

@@ -50,6 +50,7 @@ bool f32_slot(const graph::Graph& g, NodeId in, std::string* why) {
 }
 
 constexpr int64_t kAttentionMaxHead = 512;
+constexpr int64_t kShortConvMaxTaps = 64;  // any L works; a bound on the per-token table
 
 // The K / V type codes of attention.cl's kv_load, or -1.
 int kv_type_code(GgmlType t) {
@@ -110,8 +111,19 @@ OpSupport OpenclBackend::supports(const graph::Graph& g, NodeId id) const {
       break;
     }
     case OpKind::kShortConv:
-    case OpKind::kShortConvState:
-      return {Support::kUnsupported, "no short-conv kernel (LFM2 conv layers run elsewhere)"};
+    case OpKind::kShortConvState: {
+      const bool conv = n.op == OpKind::kShortConv;
+      const size_t si = conv ? 2 : 1;  // state, then seq
+      const int64_t taps = conv ? desc(1).ne[0] : (n.inputs.size() > si ? desc(si).ne[1] + 1 : 0);
+      if (taps > kShortConvMaxTaps) {
+        return {Support::kUnsupported,
+                "short conv with more than " + std::to_string(kShortConvMaxTaps) + " taps"};
+      }
+      if (n.inputs.size() > si + 1 && g.node(n.inputs[si + 1]).role != NodeRole::kInput) {
+        return {Support::kUnsupported, "short-conv seq must be an input (the host reads it)"};
+      }
+      break;
+    }
     case OpKind::kCacheWrite: {
       if (kv_type_code(desc(0).dtype) < 0) {
         return {Support::kUnsupported, std::string(ggml_type_name(desc(0).dtype)) +
@@ -190,6 +202,8 @@ Status OpenclBackend::run_op(const graph::Graph& g, NodeId id) {
                     cl_float{p.scale});
     }
     case OpKind::kRope: return op_rope(g, id);
+    case OpKind::kShortConv:
+    case OpKind::kShortConvState: return op_short_conv(g, id);
     case OpKind::kGelu:
     case OpKind::kGeluErf:
     case OpKind::kSilu:
@@ -317,6 +331,75 @@ Status OpenclBackend::op_rope(const graph::Graph& g, NodeId id) {
   const cl_int neox = rp.mode == graph::RopeMode::kNeox ? 1 : 0;
   return launch("rope_f32", {sz(half + (d - n_dims)), sz(xd.ne[1]), sz(xd.ne[2])}, {0, 0, 0}, x,
                 rope_buf_.get(), vals_[id].f32, ci(d), ci(n_dims), neox);
+}
+
+// LFM2's short conv and its state update. The history of each token (its slot's state columns,
+// then the slot's earlier tokens in the batch: graph/ref_ops.cpp) is resolved on the host from
+// seq into a table of sources per tap (short_conv_f32 in kernels/elementwise.cl: >= 0 a token,
+// -1 zero, <= -2 a state column), so the kernels only gather and sum L products.
+Status OpenclBackend::op_short_conv(const graph::Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  const auto& in = n.inputs;
+  const bool conv = n.op == OpKind::kShortConv;
+  const size_t si = conv ? 2 : 1;
+  const bool fresh = in.size() <= si;
+  const auto& ud = g.node(in[0]).desc;
+  const int64_t E = ud.ne[0], T = ud.ne[1];
+  const int64_t H = fresh ? g.node(in[1]).desc.ne[0] - 1 : g.node(in[si]).desc.ne[1];
+  const int64_t S = fresh ? 1 : g.node(in[si]).desc.ne[2];
+  const int64_t L = H + 1;
+  if (n.desc.nelements() == 0 || H < 1) return {};
+  std::span<const int32_t> seq;
+  if (!fresh) {
+    seq = host_i32(in[si + 1]);
+    if (static_cast<int64_t>(seq.size()) != T) {
+      return invalid_argument("short_conv: " + std::to_string(seq.size()) + " slots for " +
+                              std::to_string(T) + " tokens");
+    }
+    for (int32_t s : seq) {
+      if (s >= S) {
+        return out_of_range("short_conv: slot " + std::to_string(s) + " outside [0, " +
+                            std::to_string(S) + ")");
+      }
+    }
+  }
+  // Each slot's last H history sources, oldest first, advanced token by token.
+  std::vector<int32_t> hist(sz(S * H));
+  for (int64_t i = 0; i < S * H; ++i) hist[sz(i)] = fresh ? -1 : static_cast<int32_t>(-2 - i);
+  const size_t rows = conv ? sz(T) : 0;
+  conv_table_.assign(conv ? rows * sz(L) : sz(S * H), -1);
+  for (int64_t t = 0; t < T; ++t) {
+    const int32_t s = fresh ? 0 : seq[sz(t)];
+    if (s < 0) continue;  // padding: conv_table_[t][L-1] stays -1, the output 0
+    int32_t* h = hist.data() + sz(s) * sz(H);
+    if (conv) {
+      int32_t* row = conv_table_.data() + sz(t) * sz(L);
+      for (int64_t i = 0; i < H; ++i) row[i] = h[i];
+      row[H] = static_cast<int32_t>(t);
+    }
+    for (int64_t i = 0; i + 1 < H; ++i) h[i] = h[i + 1];
+    h[H - 1] = static_cast<int32_t>(t);
+  }
+  if (!conv) conv_table_ = hist;
+  const size_t bytes = conv_table_.size() * sizeof(int32_t);
+  if (conv_buf_.bytes() < bytes) {
+    conv_buf_ = DeviceBuffer();
+    GENIEX_ASSIGN_OR_RETURN(conv_buf_, alloc(bytes, "the short-conv table"));
+  }
+  // Staged: the in-order queue runs this write after the previous short-conv kernel read it.
+  GENIEX_TRY(upload(conv_buf_.get(), 0, conv_table_.data(), bytes, true));
+  GENIEX_ASSIGN_OR_RETURN(cl_mem u, f32_of(g, in[0]));
+  cl_mem state = dummy_.get();
+  if (!fresh) {
+    GENIEX_ASSIGN_OR_RETURN(state, f32_of(g, in[si]));
+  }
+  if (conv) {
+    GENIEX_ASSIGN_OR_RETURN(cl_mem w, f32_of(g, in[1]));
+    return launch("short_conv_f32", {sz(E), sz(T), 1}, {0, 0, 0}, u, w, state, conv_buf_.get(),
+                  vals_[id].f32, ci(E), ci(L));
+  }
+  return launch("short_conv_state_f32", {sz(E), sz(S * H), 1}, {0, 0, 0}, u, state, conv_buf_.get(),
+                vals_[id].f32, ci(E));
 }
 
 // Block weights follow the reference: the activation rows are quantized once on the device to

@@ -119,3 +119,36 @@ kernel void hadamard_f32(global const float* x, global float* y, int n, float sc
     }
   }
 }
+
+// LFM2's short conv (graph kShortConv), one work-item per (channel c, token t). src [T][L]: where
+// tap j of token t reads (host-built from seq, OpenclBackend::op_short_conv): >= 0 a token of u,
+// -1 zero history (a fresh sequence), <= -2 state column -2 - code; src[t][L-1] < 0 marks a
+// padding token (output 0). As graph/ref_ops.cpp: the products and their sum in wide, taps in
+// order, rounded once (with fp64 the reference's bits: each float product is exact in double).
+kernel void short_conv_f32(global const float* u, global const float* w, global const float* state,
+                           global const int* src, global float* y, int E, int L) {
+  const int c = get_global_id(0), t = get_global_id(1);
+  global const int* s = src + (size_t)t * L;
+  if (s[L - 1] < 0) {
+    y[(size_t)t * E + c] = 0.0f;
+    return;
+  }
+  wide acc = 0;
+  for (int j = 0; j < L; ++j) {
+    const int k = s[j];
+    const wide h = k >= 0    ? (wide)u[(size_t)k * E + c]
+                   : k == -1 ? (wide)0
+                             : (wide)state[(size_t)(-2 - k) * E + c];
+    acc += (wide)w[(size_t)c * L + j] * h;
+  }
+  y[(size_t)t * E + c] = (float)acc;
+}
+
+// kShortConvState: column i of the new states [E, L-1, S] (one work-item per channel and column)
+// is a copy of the token (code >= 0) or old state column (-2 - code) that src[i] names.
+kernel void short_conv_state_f32(global const float* u, global const float* state,
+                                 global const int* src, global float* y, int E) {
+  const int c = get_global_id(0), i = get_global_id(1);
+  const int k = src[i];
+  y[(size_t)i * E + c] = k >= 0 ? u[(size_t)k * E + c] : state[(size_t)(-2 - k) * E + c];
+}
