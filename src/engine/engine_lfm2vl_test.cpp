@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -216,6 +217,34 @@ TEST(Lfm2Vl, PrefixCacheTellsImagesApart) {
   ASSERT_TRUE(mixed.ok());
   EXPECT_LT(mixed->timings.cached_tokens, 8);  // at most the tokens before the first image key
   EXPECT_EQ(mixed->tokens, follow->tokens);
+}
+
+// A conversation with an image survives a state file: a fresh model that loads it reuses the
+// image's positions (their keys are saved) for a follow-up with the same image, with the same
+// tokens as a model that never saved.
+TEST(Lfm2Vl, StateFilesKeepImageContext) {
+  const std::vector<Image> cat = {Image::from_file(vision_dir() + "/chelsea.png")};
+  model().reset();
+  ASSERT_TRUE(model().generate("<image>What is this?", cat, greedy(0)).ok());
+  const std::string path = ::testing::TempDir() + "/lfm2vl_state.bin";
+  ASSERT_TRUE(model().save_state(path).ok());
+  auto fresh = ModelBuilder(text_path())
+                   .with_mmproj(mmproj_path())
+                   .with_device(Device::cpu())
+                   .with_threads(2)
+                   .with_kv_cache_type(KvCacheType::kF32)
+                   .build();
+  ASSERT_TRUE(fresh.ok());
+  Status loaded = fresh->load_state(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.to_string();
+  auto follow = fresh->generate("<image>What is this? And the colour?", cat, greedy(4));
+  ASSERT_TRUE(follow.ok()) << follow.status().to_string();
+  EXPECT_GT(follow->timings.cached_tokens, 100);
+  model().reset();
+  auto direct = model().generate("<image>What is this? And the colour?", cat, greedy(4));
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(follow->tokens, direct->tokens);
+  std::remove(path.c_str());
 }
 
 TEST(Lfm2Vl, ImagesWithoutMarkersGoBeforeTheText) {
