@@ -95,6 +95,9 @@ struct KvStats {
   int64_t bytes_spilled = 0;    ///< KV bytes only in the spill file
   int64_t prefix_hits = 0;      ///< prompt tokens served from the prefix cache (lifetime)
   int32_t cached_tokens = 0;    ///< tokens of the current context
+  /// Recurrent-state models (LFM2): memory of the per-block state snapshots that let a prompt
+  /// resume at a cached block boundary (one per full block: conv layers x n_embd x (L-1) F32).
+  int64_t snapshot_bytes = 0;
 };
 
 /// Why generation ended.

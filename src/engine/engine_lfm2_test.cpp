@@ -1,15 +1,18 @@
 // LFM2 (hybrid short-conv + attention) through the public API on the tiny model: logits against
 // Hugging Face in one step, in prefill chunks and one token at a time (the conv state carried
-// between steps, against HF's own cached decode), greedy decode against one pass, prefix reuse,
-// state files and the context shift (tests/data/models/README.md).
+// between steps, against HF's own cached decode), greedy decode against one pass, prefix reuse
+// (whole cached sequences, and block boundaries through the per-block state snapshots: same
+// slot, prefix cache, images), state files and the context shift (tests/data/models/README.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "geniex/geniex.hpp"
@@ -130,8 +133,9 @@ TEST(EngineLfm2, GreedyDecodeFollowsOnePass) {
 }
 
 // A second request that shares a prefix with the cached context (same start, then different
-// tokens) must not see the first request's conv state: the manager recomputes unless the whole
-// cached sequence is a prefix. A continuation of the whole context reuses it and stays exact.
+// tokens) must not see the first request's conv state: the manager resumes only at a block
+// boundary with a state snapshot (none inside 20 tokens: recompute), or where the whole cached
+// sequence is a prefix. A continuation of the whole context reuses it and stays exact.
 TEST(EngineLfm2, PrefixReuseNeverReusesAStaleState) {
   Model m = load(512);
   const int32_t nv = m.info().n_vocab;
@@ -146,7 +150,7 @@ TEST(EngineLfm2, PrefixReuseNeverReusesAStaleState) {
   auto f2 = fresh.generate(std::span<const int32_t>(p2), greedy(12));
   ASSERT_TRUE(g2.ok() && f2.ok());
   EXPECT_EQ(g2->tokens, f2->tokens);
-  EXPECT_EQ(g2->timings.cached_tokens, 0);  // a state cannot be rolled back to token 20
+  EXPECT_EQ(g2->timings.cached_tokens, 0);  // no block boundary (32) inside the 20 shared
 
   // Continue the whole cached context (a chat turn): reused, and the logits stay exact.
   std::vector<int32_t> p3 = m.cached_tokens();
@@ -247,6 +251,188 @@ TEST(EngineLfm2, ModelInfoAndQuantizedFilesLoad) {
     ASSERT_TRUE(g.ok()) << g.status().to_string();
     EXPECT_EQ(g->tokens.size(), 4u);
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reuse at block boundaries: every full block of a sequence keeps the conv states after its
+// last token, so a prompt that shares only part of the cached tokens resumes at the last block
+// boundary inside the shared part (32-token blocks) instead of recomputing from 0.
+
+std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+GenerationConfig greedy_lp(int n) {
+  GenerationConfig c = greedy(n);
+  c.logprobs = 3;
+  return c;
+}
+
+// Same tokens, and log-probabilities of every generated token (chosen and top 3) within tol.
+void expect_same_generation(const Generation& got, const Generation& want, const char* what,
+                            double tol = 1e-4) {
+  ASSERT_EQ(got.tokens, want.tokens) << what;
+  ASSERT_EQ(got.logprobs.size(), want.logprobs.size()) << what;
+  double worst = 0.0;
+  for (size_t i = 0; i < got.logprobs.size(); ++i) {
+    const auto& a = got.logprobs[i];
+    const auto& b = want.logprobs[i];
+    worst = std::max(worst, std::fabs(static_cast<double>(a.chosen.logprob) - b.chosen.logprob));
+    ASSERT_EQ(a.top.size(), b.top.size());
+    for (size_t j = 0; j < a.top.size(); ++j) {
+      EXPECT_EQ(a.top[j].token, b.top[j].token) << what << " token " << i;
+      worst = std::max(worst, std::fabs(static_cast<double>(a.top[j].logprob) - b.top[j].logprob));
+    }
+  }
+  std::printf("[lfm2 snapshots] %s: %zu tokens equal, max |d logprob| %.3g\n", what,
+              got.tokens.size(), worst);
+  EXPECT_LE(worst, tol) << what;
+}
+
+// P1 = A + B, then P2 = A + C (A: 75 tokens, two whole blocks and a part): the second call
+// resumes at 64 with the states of block 1's snapshot and generates what a fresh model does,
+// whether the snapshots came from one prefill step, from prefill chunks of 5 (boundaries inside
+// chunks) or from decode steps (a block filled by generated tokens).
+TEST(EngineLfm2, SameSlotReuseResumesAtTheLastBlockBoundary) {
+  for (const int32_t n_batch : {512, 5}) {
+    Model m = load(n_batch);
+    const int32_t nv = m.info().n_vocab;
+    const auto a = some_tokens(75, nv);
+    const auto p1 = cat(a, some_tokens(20, nv, 977));
+    const auto p2 = cat(a, some_tokens(15, nv, 31));
+    auto g1 = m.generate(std::span<const int32_t>(p1), greedy(5));
+    ASSERT_TRUE(g1.ok()) << g1.status().to_string();
+    // 95 prompt + 4 fed generated tokens: blocks 0..2 are full (block 2's end, cell 95, is the
+    // first generated token, written by a decode step), each with 10 tiny conv layers' states.
+    const KvStats st = m.kv_stats();
+    EXPECT_GT(st.snapshot_bytes, 0);
+    EXPECT_EQ(st.snapshot_bytes % 3, 0);
+    std::printf("[lfm2 snapshots] n_batch %d: %lld snapshot bytes for 3 blocks\n", n_batch,
+                static_cast<long long>(st.snapshot_bytes));
+    auto g2 = m.generate(std::span<const int32_t>(p2), greedy_lp(12));
+    ASSERT_TRUE(g2.ok()) << g2.status().to_string();
+    EXPECT_EQ(g2->timings.cached_tokens, 64) << "n_batch " << n_batch;
+    Model fresh = load(512);
+    auto f2 = fresh.generate(std::span<const int32_t>(p2), greedy_lp(12));
+    ASSERT_TRUE(f2.ok());
+    EXPECT_EQ(f2->timings.cached_tokens, 0);
+    expect_same_generation(*g2, *f2,
+                           n_batch == 512 ? "same slot, one prefill" : "same slot, chunks");
+
+    // Resume at 96, where block 2's snapshot was taken by a decode step of g1... g2 replaced
+    // the sequence after 64, so rebuild it: P1 again (resumes at 64), then a prompt that shares
+    // 97 tokens of P1's context.
+    auto g3 = m.generate(std::span<const int32_t>(p1), greedy(5));
+    ASSERT_TRUE(g3.ok());
+    EXPECT_EQ(g3->timings.cached_tokens, 64);
+    const auto ctx = m.cached_tokens();
+    ASSERT_GE(ctx.size(), 99u);
+    const auto p4 = cat(std::vector<int32_t>(ctx.begin(), ctx.begin() + 97), some_tokens(9, nv, 5));
+    auto g4 = m.generate(std::span<const int32_t>(p4), greedy_lp(10));
+    ASSERT_TRUE(g4.ok());
+    EXPECT_EQ(g4->timings.cached_tokens, 96);
+    fresh.reset();
+    auto f4 = fresh.generate(std::span<const int32_t>(p4), greedy_lp(10));
+    ASSERT_TRUE(f4.ok());
+    expect_same_generation(*g4, *f4, "same slot, decode-made snapshot");
+  }
+}
+
+// The block prefix cache of a state model: a new request with the same long system prefix
+// attaches the cached blocks (another request ran in between, so the slot no longer holds them)
+// and restores the states from the last attached block; so does a second sequence slot while
+// the first still generates.
+Model load_slots(int32_t n_seq) {
+  ModelBuilder b(tiny_lfm2());
+  b.with_context_size(512).with_kv_cache_type(KvCacheType::kF32).with_max_sequences(n_seq);
+  auto m = b.with_device(Device::cpu()).with_threads(2).build();
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return std::move(*m);
+}
+
+TEST(EngineLfm2, PrefixCacheAcrossRequestsRestoresTheStates) {
+  Model m = load_slots(1);
+  const int32_t nv = m.info().n_vocab;
+  const auto system = some_tokens(70, nv, 400);
+  const auto q1 = cat(system, some_tokens(10, nv, 1));
+  const auto q2 = cat(system, some_tokens(12, nv, 2));
+  ASSERT_TRUE(m.generate(std::span<const int32_t>(q1), greedy(3)).ok());
+  ASSERT_TRUE(m.generate(std::span<const int32_t>(some_tokens(40, nv, 9)), greedy(3)).ok());
+  const int64_t hits0 = m.kv_stats().prefix_hits;
+  auto g = m.generate(std::span<const int32_t>(q2), greedy_lp(12));
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_EQ(g->timings.cached_tokens, 64);
+  EXPECT_EQ(m.kv_stats().prefix_hits - hits0, 64);
+  Model fresh = load(512);
+  auto f = fresh.generate(std::span<const int32_t>(q2), greedy_lp(12));
+  ASSERT_TRUE(f.ok());
+  expect_same_generation(*g, *f, "prefix cache, one slot");
+
+  // Two slots: q1 generates in one while q2 arrives; q2 takes the other slot and attaches the
+  // system prompt's blocks that q1's sequence registered.
+  auto two = std::make_unique<Model>(load_slots(2));
+  std::promise<void> started;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  int seen = 0;
+  auto on_token = [&](std::string_view, int32_t) {
+    if (seen++ == 0) {
+      started.set_value();
+      released.wait();  // the engine keeps stepping q1 meanwhile
+    }
+    return true;
+  };
+  std::thread t([&] { (void)two->generate(std::span<const int32_t>(q1), greedy(300), on_token); });
+  started.get_future().wait();
+  auto g2 = two->generate(std::span<const int32_t>(q2), greedy_lp(12));
+  const int64_t hits = two->kv_stats().prefix_hits;
+  release.set_value();
+  t.join();
+  ASSERT_TRUE(g2.ok()) << g2.status().to_string();
+  std::printf("[lfm2 snapshots] two slots: cached %d, prefix hits %lld\n",
+              g2->timings.cached_tokens, static_cast<long long>(hits));
+  EXPECT_EQ(g2->timings.cached_tokens, 64);
+  EXPECT_EQ(hits, 64);
+  expect_same_generation(*g2, *f, "prefix cache, second slot");
+}
+
+// With images (tiny LFM2-VL): the same image prompt followed by another question resumes at
+// the last block boundary inside the shared image tokens, with the tokens of a fresh model.
+TEST(EngineLfm2, ImagePromptReusesTheImageBlocksForAnotherQuestion) {
+  auto vl = [] {
+    auto r = ModelBuilder(data_dir() + "/tiny-lfm2vl-f32.gguf")
+                 .with_mmproj(data_dir() + "/mmproj-tiny-lfm2vl-f32.gguf")
+                 .with_device(Device::cpu())
+                 .with_threads(2)
+                 .with_context_size(4096)
+                 .with_kv_cache_type(KvCacheType::kF32)
+                 .build();
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    return std::move(*r);
+  };
+  const char* root = std::getenv("GENIEX_SOURCE_DIR");
+  const std::vector<Image> cat_img = {
+      Image::from_file(std::string(root ? root : ".") + "/tests/data/vision/chelsea.png")};
+  Model m = vl();
+  auto first = m.generate("<image>What is this animal doing here?", cat_img, greedy(6));
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  auto second = m.generate("<image>Which colours do you see?", cat_img, greedy_lp(8));
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  // The shared part is the image's tokens (and what precedes them): more than two blocks.
+  size_t shared = 0;
+  while (shared < first->prompt_tokens.size() && shared < second->prompt_tokens.size() &&
+         first->prompt_tokens[shared] == second->prompt_tokens[shared])
+    ++shared;
+  std::printf("[lfm2 snapshots] image prompt: %zu shared tokens, %d cached\n", shared,
+              second->timings.cached_tokens);
+  EXPECT_GT(second->timings.cached_tokens, 64);
+  EXPECT_EQ(second->timings.cached_tokens, static_cast<int32_t>(shared / 32 * 32));
+  Model fresh = vl();
+  auto want = fresh.generate("<image>Which colours do you see?", cat_img, greedy_lp(8));
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(want->timings.cached_tokens, 0);
+  expect_same_generation(*second, *want, "image prompt");
 }
 
 }  // namespace

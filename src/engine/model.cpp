@@ -68,6 +68,7 @@ KvStats Model::kv_stats() const {
     const int64_t frame = st.frames_resident > 0 ? st.bytes_resident / st.frames_resident : 0;
     k.bytes_spilled = st.frames_spilled * frame;
     k.prefix_hits = st.prefix_hits;
+    k.snapshot_bytes = st.snapshot_bytes;
     k.cached_tokens = m.kv->n_tokens(seq);
     return Status{};
   });

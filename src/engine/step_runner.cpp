@@ -27,6 +27,7 @@ struct StepRunner::Step {
   // states gathered before the run and the advanced states, scattered back after a success.
   std::vector<int32_t> conv_seq;
   std::vector<std::vector<float>> conv_in, conv_out;  // per layer (empty on attention layers)
+  std::vector<std::vector<float>> conv_u;             // per conv layer of a snapshot step: u [E, T]
   std::vector<float> logits;
   std::vector<float> keep, inject;  // with image rows: embedding * keep + inject
   std::span<const StepItem> items;  // of the run in progress (read by hooks)
@@ -40,13 +41,13 @@ StepRunner::StepRunner(const models::ModelConfig& config, const models::ModelWei
 StepRunner::~StepRunner() = default;
 
 Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, int32_t n_tokens,
-                                               int32_t n_out) {
+                                               int32_t n_out, bool snapshots) {
   const auto n_layer = static_cast<int>(config_.n_layer);
   const bool segments = items.size() > 1;
   const bool conv = config_.has_recurrent_state();
   const auto n_items = static_cast<int32_t>(items.size());
   // The first three entries, then one per layer (read below as key[3 + il]), then the state
-  // slots of a model with conv layers.
+  // slots of a model with conv layers and whether the step yields u (snapshots).
   bool inject = false;
   for (const auto& it : items) {
     inject = inject || std::any_of(it.embd_rows.begin(), it.embd_rows.end(),
@@ -60,7 +61,10 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
     }
     key.push_back(bucket(n));
   }
-  if (conv) key.push_back(n_items);
+  if (conv) {
+    key.push_back(n_items);
+    key.push_back(snapshots ? 1 : 0);
+  }
   for (auto& st : steps_) {
     if (st->key == key) {
       st->last_use = ++clock_;
@@ -93,6 +97,7 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
   st->seg.resize(sz(n_layer));
   st->conv_in.resize(sz(n_layer));
   st->conv_out.resize(sz(n_layer));
+  st->conv_u.resize(sz(n_layer));
   graph::Bindings& b = st->b;
   const models::ForwardGraph& g = st->fg;
   b.bind_input(g.token_ids, std::span<const int32_t>(st->tokens));
@@ -117,6 +122,10 @@ Result<StepRunner::Step*> StepRunner::step_for(std::span<const StepItem> items, 
       st->conv_out[l].resize(n);
       b.bind_input(g.conv_state[l], std::span<const float>(st->conv_in[l]));
       b.bind_output(g.conv_state_out[l], std::span<float>(st->conv_out[l]));
+      if (conv && snapshots) {
+        st->conv_u[l].resize(sz(config_.n_embd) * sz(n_tokens));
+        b.bind_output(g.conv_u[l], std::span<float>(st->conv_u[l]));
+      }
       continue;
     }
     st->slots[l].resize(sz(n_tokens));
@@ -217,6 +226,39 @@ void StepRunner::scatter_conv_states(Step& st, std::span<const StepItem> items) 
   }
 }
 
+Status StepRunner::take_snapshots(Step& st, std::span<const StepItem> items) {
+  const auto e = sz(config_.n_embd);
+  const auto hist = sz(config_.conv_taps) - 1;  // state columns
+  snap_buf_.resize(sz(kv_.snapshot_bytes()));
+  size_t t0 = 0;  // the item's first token in the step
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (const int32_t k : snap_points_[i]) {
+      // The state after item token k: the last `hist` columns of (old state ++ u of tokens
+      // 0..k), i.e. columns k + 1 .. k + hist of that history.
+      size_t off = 0;
+      for (size_t l = 0; l < st.conv_in.size(); ++l) {
+        if (st.conv_in[l].empty()) continue;
+        const size_t per = st.conv_in[l].size() / items.size();  // = e * hist
+        if (st.conv_u[l].empty() || off + per * sizeof(float) > snap_buf_.size()) {
+          return internal_error("step: no u output for the snapshot of layer " + std::to_string(l));
+        }
+        auto* dst = reinterpret_cast<float*>(snap_buf_.data() + off);
+        for (size_t j = 0; j < hist; ++j) {
+          const size_t h = sz(k) + 1 + j;
+          const float* src = h < hist ? st.conv_in[l].data() + i * per + h * e
+                                      : st.conv_u[l].data() + (t0 + h - hist) * e;
+          std::memcpy(dst + j * e, src, e * sizeof(float));
+        }
+        off += per * sizeof(float);
+      }
+      if (off != snap_buf_.size()) return internal_error("step: snapshot size mismatch");
+      GENIEX_TRY(kv_.set_snapshot(items[i].seq, k, snap_buf_));
+    }
+    t0 += items[i].tokens.size();
+  }
+  return {};
+}
+
 int32_t StepRunner::padded_tokens(int32_t n) const {
   for (int32_t c : static_batches_) {
     if (c >= n) return c;
@@ -241,7 +283,16 @@ Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) 
   }
   const int32_t n_real = n_tokens;
   n_tokens = padded_tokens(n_real);
-  auto stp = step_for(items, n_tokens, n_out);
+  // Sequences that fill a block in this step keep a snapshot of the states at its end.
+  bool snapshots = false;
+  if (kv_.snapshot_bytes() > 0) {
+    snap_points_.resize(items.size());
+    for (size_t i = 0; i < items.size(); ++i) {
+      kv_.snapshot_points(items[i].seq, snap_points_[i]);
+      snapshots = snapshots || !snap_points_[i].empty();
+    }
+  }
+  auto stp = step_for(items, n_tokens, n_out, snapshots);
   if (!stp.ok()) return rollback(stp.status());
   Step& st = **stp;
   st.items = items;
@@ -294,6 +345,10 @@ Result<std::span<const float>> StepRunner::run(std::span<const StepItem> items) 
   if (!s.ok()) return rollback(s);
   // Only a step that ran advances the conv states (a failed one leaves them, like the KV).
   scatter_conv_states(st, items);
+  if (snapshots) {
+    // A missing snapshot only costs reuse later; the step itself succeeded.
+    (void)take_snapshots(st, items);
+  }
   for (const auto& it : items) kv_.end_step(it.seq, true);
   return std::span<const float>(st.logits);
 }

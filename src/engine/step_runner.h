@@ -9,6 +9,10 @@
 // first CacheWrite, so only that layer's frames must be resident while it runs.
 // Short-conv layers (lfm2) carry no KV: each sequence's conv state (KvManager::layer_state) is
 // copied into the step's graph input and the advanced state copied back once the step succeeded.
+// A step in which a sequence fills a block (KvManager::snapshot_points) also binds each conv
+// layer's input u as an output and hands the KvManager the states after that block's last token
+// (the last conv_taps - 1 columns of the old state ++ u), so a later prompt can resume there;
+// steps that fill no block (most decode steps) run the graph without those outputs.
 #pragma once
 
 #include <cstdint>
@@ -60,12 +64,16 @@ class StepRunner {
 
  private:
   struct Step;
-  Result<Step*> step_for(std::span<const StepItem> items, int32_t n_tokens, int32_t n_out);
+  Result<Step*> step_for(std::span<const StepItem> items, int32_t n_tokens, int32_t n_out,
+                         bool snapshots);
   Status fill_layer(Step& st, std::span<const StepItem> items, int il);
   /// Short-conv layers: copies each item's state into the step's input (item i = slot i) and
   /// sets each token's slot; scatter writes the advanced states back to the sequences.
   void gather_conv_states(Step& st, std::span<const StepItem> items);
   void scatter_conv_states(Step& st, std::span<const StepItem> items);
+  /// The states after each item's snapshot points (snap_points_) from the step's u outputs,
+  /// handed to the KvManager.
+  Status take_snapshots(Step& st, std::span<const StepItem> items);
 
   const models::ModelConfig& config_;
   const models::ModelWeights& weights_;
@@ -75,6 +83,8 @@ class StepRunner {
   int64_t graphs_built_ = 0;
   std::vector<int32_t> static_batches_;
   uint64_t clock_ = 0;
+  std::vector<std::vector<int32_t>> snap_points_;  ///< per item of the run in progress
+  std::vector<uint8_t> snap_buf_;
 };
 
 }  // namespace geniex::engine

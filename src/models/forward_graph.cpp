@@ -160,6 +160,7 @@ Result<NodeId> conv_block(Builder& b, ForwardGraph& fg, const ModelConfig& cfg,
   }
   GENIEX_ASSIGN_OR_RETURN(NodeId conv, b.op(OpKind::kShortConv, conv_in));
   if (fg.conv_seq != kNoNode) {  // after the conv, which reads the old state
+    fg.conv_u[il] = u;
     GENIEX_ASSIGN_OR_RETURN(fg.conv_state_out[il],
                             b.op(OpKind::kShortConvState, {u, fg.conv_state[il], fg.conv_seq}));
   }
@@ -228,7 +229,7 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     }
     const size_t nl = cfg.n_layer;
     for (auto* v : {&fg.kv_slots, &fg.kv_rows, &fg.kv_pos, &fg.k_cache, &fg.v_cache,
-                    &fg.cache_write, &fg.conv_state, &fg.conv_state_out}) {
+                    &fg.cache_write, &fg.conv_state, &fg.conv_state_out, &fg.conv_u}) {
       v->assign(nl, kNoNode);
     }
     if (spec.segments) fg.kv_seg.assign(nl, kNoNode);

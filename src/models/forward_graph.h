@@ -91,10 +91,12 @@ struct ForwardGraph {
   std::vector<graph::NodeId> k_cache, v_cache;
   std::vector<graph::NodeId> cache_write;
   /// lfm2 with a KV cache (see ForwardSpec::conv_slots): input conv_seq, and per layer the
-  /// conv_state input and conv_state_out node (kNoNode on attention layers; the K/V nodes above
-  /// are kNoNode on conv layers).
+  /// conv_state input, the conv_state_out node and the conv input u = B * x [n_embd, n_tokens]
+  /// (bind it as an output to get the state after any token: the last conv_taps - 1 columns of
+  /// the slot's state ++ its tokens' u) (kNoNode on attention layers; the K/V nodes above are
+  /// kNoNode on conv layers).
   graph::NodeId conv_seq = kNoNode;
-  std::vector<graph::NodeId> conv_state, conv_state_out;
+  std::vector<graph::NodeId> conv_state, conv_state_out, conv_u;
   KvRotation kv_rotation;  ///< the rotation around the cache (kv_rotation(config, kv_type))
   int32_t n_tokens = 0;
   int32_t n_outputs = 0;  ///< rows of `logits`

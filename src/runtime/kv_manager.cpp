@@ -38,6 +38,7 @@ Result<std::unique_ptr<KvManager>> KvManager::create(const KvManagerSpec& spec) 
   m->layer_store_.assign(spec.layers.size(), -1);
   for (size_t il = 0; il < spec.layers.size(); ++il) {
     const auto& l = spec.layers[il];
+    m->snapshot_bytes_ += std::max<int64_t>(l.state_bytes, 0);
     if (l.k_row_elems <= 0 || l.v_row_elems <= 0) continue;  // no KV (recurrent-only layer)
     auto key = std::make_pair(l.k_row_elems, l.v_row_elems);
     auto it = groups.find(key);
@@ -277,6 +278,7 @@ Status KvManager::make_exclusive(Sequence& s, size_t ti) {
       }
       GENIEX_TRY(st.copy(src, dst));
     }
+    im.blocks[sz(nb)].snap = im.blocks[sz(b)].snap;  // the copy is the same block so far
     --im.blocks[sz(b)].refs;
     s.table[ti] = nb;
     return {};
@@ -316,9 +318,20 @@ int32_t KvManager::truncate(SeqId seq, int32_t n) {
   Sequence& s = seq_ref(seq);
   const int32_t B = spec_.block_size;
   n = std::clamp(n, 0, static_cast<int32_t>(s.tokens.size()));
-  bool has_state = false;
-  for (const auto& l : spec_.layers) has_state |= l.state_bytes > 0;
-  if (has_state && n != static_cast<int32_t>(s.tokens.size())) n = 0;  // state can't roll back
+  int32_t restore_from = -1;  // block whose snapshot holds the states after token n - 1
+  if (snapshot_bytes_ > 0 && n != static_cast<int32_t>(s.tokens.size())) {
+    // A state can't roll back: resume at the last block boundary <= n with a snapshot, taken
+    // where every earlier token sat at its own position (so cell == token index).
+    int32_t k = n / B;
+    while (k > 0) {
+      const int32_t c = k * B - 1;
+      const int32_t b = s.table[sz(k - 1)];
+      if (b >= 0 && s.cell_pos[sz(c)] == c && !impl_->blocks[sz(b)].snap.empty()) break;
+      --k;
+    }
+    n = k * B;
+    if (k > 0) restore_from = s.table[sz(k - 1)];
+  }
   // The cell of live token n.
   int32_t cell = 0, live = 0;
   while (cell < s.n_cells() && live < n) {
@@ -334,10 +347,22 @@ int32_t KvManager::truncate(SeqId seq, int32_t n) {
   s.table.resize(keep_blocks);
   s.cell_pos.resize(sz(cell));
   s.tokens.resize(sz(n));
-  if (n == 0) {
+  if (restore_from >= 0 && n != 0) {
+    restore_snapshot(s, restore_from);
+  } else if (n == 0) {
     for (auto& st : s.state) std::fill(st.begin(), st.end(), uint8_t{0});
   }
   return n;
+}
+
+void KvManager::restore_snapshot(Sequence& s, int32_t b) {
+  const std::vector<uint8_t>& snap = impl_->blocks[sz(b)].snap;
+  size_t off = 0;
+  for (auto& st : s.state) {
+    if (st.empty()) continue;
+    std::copy_n(snap.begin() + static_cast<std::ptrdiff_t>(off), st.size(), st.begin());
+    off += st.size();
+  }
 }
 
 int32_t KvManager::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
@@ -350,9 +375,6 @@ int32_t KvManager::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
   p = std::min(p, prompt.size() >= 2 ? prompt.size() - 2 : size_t{0});
   int32_t kept = truncate(seq, static_cast<int32_t>(p));
   if (kept > 0 || !spec_.prefix_cache || prompt.size() < 3) return kept;
-  for (const auto& l : spec_.layers) {
-    if (l.state_bytes > 0) return kept;  // recurrent state is not cached per block
-  }
   // Empty sequence: attach the longest run of cached blocks that starts the prompt.
   const int32_t B = spec_.block_size;
   std::vector<int32_t> found;
@@ -367,7 +389,15 @@ int32_t KvManager::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
       break;
     found.push_back(it->second);
   }
+  const bool state = snapshot_bytes_ > 0;
   while (!found.empty()) {
+    // Recurrent state: the attached run must end at a whole block with a snapshot (the states
+    // after its last token) and still leave two tokens to evaluate.
+    if (state &&
+        (found.size() * sz(B) > prompt.size() - 2 || im.blocks[sz(found.back())].snap.empty())) {
+      found.pop_back();
+      continue;
+    }
     const auto n = static_cast<int32_t>(
         std::min(found.size() * sz(B), prompt.size() - 2));  // two tokens left to evaluate
     s.table = found;
@@ -382,6 +412,7 @@ int32_t KvManager::reuse_prefix(SeqId seq, std::span<const int32_t> prompt) {
       for (size_t i = keep_blocks; i < found.size(); ++i) --im.blocks[sz(found[i])].refs;
       s.table.resize(keep_blocks);
       s.tokens.assign(prompt.begin(), prompt.begin() + n);
+      if (state) restore_snapshot(s, s.table.back());
       im.prefix_hits += n;
       return n;
     }
@@ -416,6 +447,9 @@ Status KvManager::begin_step(SeqId seq, std::span<const int32_t> tokens) {
   if (s.step_first_cell % B != 0) {
     const size_t ti = sz(s.step_first_cell / B);
     st = s.table[ti] >= 0 ? make_exclusive(s, ti) : internal_error("KV: writing a dropped block");
+    // Its last cells are rewritten: a snapshot of its end no longer holds (a step that reaches
+    // the end takes a new one).
+    if (st.ok()) impl_->blocks[sz(s.table[ti])].snap.clear();
   }
   while (st.ok() && static_cast<int64_t>(s.table.size()) * B <= last_cell) {
     auto b = new_block();
@@ -561,7 +595,11 @@ void KvManager::register_full_blocks(Sequence& s) {
     const auto toks = std::span<const int32_t>(s.tokens).subspan(sz(c0), sz(B));
     h = chain_hash(h, toks);
     if (blk.hashed) continue;
-    if (im.prefix.count(h) != 0) continue;  // another copy is cached already
+    if (auto it = im.prefix.find(h); it != im.prefix.end()) {  // another copy is cached already
+      Block& other = im.blocks[sz(it->second)];
+      if (other.snap.empty() && !blk.snap.empty()) other.snap = blk.snap;  // same tokens before
+      continue;
+    }
     blk.hashed = true;
     blk.hash = h;
     blk.tokens.assign(toks.begin(), toks.end());
@@ -592,7 +630,9 @@ Status KvManager::shift(SeqId seq, int32_t n_keep, int32_t n_discard, const KvRo
   }
   if (first_changed < 0) return {};
   for (size_t ti = sz(first_changed / B); ti < s.table.size(); ++ti) {
-    if (s.table[ti] >= 0) GENIEX_TRY(make_exclusive(s, ti));
+    if (s.table[ti] < 0) continue;
+    GENIEX_TRY(make_exclusive(s, ti));
+    impl_->blocks[sz(s.table[ti])].snap.clear();  // its tokens move: the states no longer apply
   }
   for (int32_t c = first_changed; c < s.n_cells(); ++c) {
     int32_t& p = s.cell_pos[sz(c)];
@@ -638,6 +678,31 @@ Status KvManager::shift(SeqId seq, int32_t n_keep, int32_t n_discard, const KvRo
 
 std::span<uint8_t> KvManager::layer_state(SeqId seq, int il) { return seq_ref(seq).state[sz(il)]; }
 
+void KvManager::snapshot_points(SeqId seq, std::vector<int32_t>& out) const {
+  out.clear();
+  const Sequence& s = seq_ref(seq);
+  if (snapshot_bytes_ == 0 || !s.in_step) return;
+  const int32_t B = spec_.block_size;
+  for (int32_t c = s.step_first_cell; c < s.n_cells(); ++c) {
+    if ((c + 1) % B == 0 && s.cell_pos[sz(c)] == c) out.push_back(c - s.step_first_cell);
+  }
+}
+
+Status KvManager::set_snapshot(SeqId seq, int32_t k, std::span<const uint8_t> states) {
+  Sequence& s = seq_ref(seq);
+  const int32_t B = spec_.block_size;
+  const int64_t c = int64_t{s.step_first_cell} + k;
+  if (!s.in_step || k < 0 || c >= s.n_cells() || (c + 1) % B != 0 || s.cell_pos[sz(c)] != c ||
+      static_cast<int64_t>(states.size()) != snapshot_bytes_ || snapshot_bytes_ == 0) {
+    return invalid_argument("KV cache: no snapshot of " + std::to_string(states.size()) +
+                            " bytes is wanted after step token " + std::to_string(k));
+  }
+  const int32_t b = s.table[sz(c / B)];
+  if (b < 0) return internal_error("KV cache: a snapshot for a dropped block");
+  impl_->blocks[sz(b)].snap.assign(states.begin(), states.end());
+  return {};
+}
+
 KvManagerStats KvManager::stats() const {
   KvManagerStats st;
   for (const Block& b : impl_->blocks) {
@@ -646,6 +711,10 @@ KvManagerStats KvManager::stats() const {
       ++st.blocks_in_use;
     } else {
       ++st.blocks_cached;
+    }
+    if (!b.snap.empty()) {
+      ++st.snapshots;
+      st.snapshot_bytes += static_cast<int64_t>(b.snap.size());
     }
   }
   for (const auto& store : stores_) {

@@ -3,7 +3,9 @@
 // hash of all tokens up to them, so a new request or chat turn that starts with cached tokens
 // reuses them), copy-on-write where sequences diverge inside a shared block, sliding-window
 // layers that keep only their window, a memory budget with spill to disk (KvStore), context
-// shift, and per-layer recurrent state beside KV (hybrid models such as LFM2).
+// shift, and per-layer recurrent state beside KV (hybrid models such as LFM2). A state model's
+// full blocks carry a snapshot of the states after their last token, so its sequences can be
+// cut back to a block boundary and new sequences can attach cached blocks (the states restored).
 //
 // Vocabulary: a sequence's tokens occupy cells 0, 1, 2, ... ; cell c lives in block c / B of its
 // block table, row c % B. A cell's position is normally c; after a context shift dropped cells
@@ -66,7 +68,9 @@ struct KvManagerStats {
   int64_t bytes_resident = 0;   ///< frames_resident * frame bytes (memory the KV pages use)
   int64_t bytes_touched = 0;    ///< memory of every frame ever used (resident-set bound)
   int64_t spill_writes = 0, spill_reads = 0;
-  int64_t prefix_hits = 0;  ///< tokens served from the prefix cache (lifetime)
+  int64_t prefix_hits = 0;     ///< tokens served from the prefix cache (lifetime)
+  int64_t snapshots = 0;       ///< live blocks holding a recurrent-state snapshot
+  int64_t snapshot_bytes = 0;  ///< their memory (snapshots * KvManager::snapshot_bytes())
   int32_t sequences = 0;
 };
 
@@ -110,11 +114,15 @@ class KvManager {
   /// Keeps the longest prefix of `prompt` the sequence already holds, or else attaches the
   /// longest run of blocks of the prefix cache that starts `prompt`; always leaves at least two
   /// prompt tokens to evaluate (a multi-row step: the same bits as a full prefill). Returns how
-  /// many prompt tokens are reused.
+  /// many prompt tokens are reused. With recurrent state (see truncate) a kept or attached
+  /// prefix ends at a block boundary whose block has a snapshot, and the states are restored
+  /// from it; a whole cached sequence that starts `prompt` is kept with its current states.
   int32_t reuse_prefix(SeqId seq, std::span<const int32_t> prompt);
-  /// Drops the tokens from index n on (n <= n_tokens). Not allowed on a shifted sequence before
-  /// the shift point or on hybrid models except to the full length (kFailedPrecondition-like
-  /// kInvalidArgument); returns the new length.
+  /// Drops the tokens from index n on (n <= n_tokens); returns the new length. Sliding layers
+  /// that no longer hold the window before the cut start over (0). With recurrent state a
+  /// state cannot roll back: n other than the full length becomes the largest block boundary
+  /// <= n whose block has a snapshot (with every token before it at its own position), the
+  /// states restored from that snapshot, else 0 with zero states.
   int32_t truncate(SeqId seq, int32_t n);
 
   /// Reserves cells for `tokens` after the sequence's last cell; kOutOfRange past n_ctx (nothing
@@ -138,6 +146,17 @@ class KvManager {
 
   /// Per-sequence recurrent state of layer il (layers with state_bytes > 0).
   std::span<uint8_t> layer_state(SeqId seq, int il);
+  /// Bytes of one block snapshot: the states of every layer with state_bytes > 0, in layer
+  /// order, each layer_state()'s bytes (0: the model has no recurrent state).
+  [[nodiscard]] int64_t snapshot_bytes() const { return snapshot_bytes_; }
+  /// During a pending step: the indices into the step's tokens after which a block ends whose
+  /// snapshot is wanted (a model with recurrent state; the block's cells at their own
+  /// positions). Empty for most decode steps.
+  void snapshot_points(SeqId seq, std::vector<int32_t>& out) const;
+  /// Keeps `states` (snapshot_bytes(): the states after step token k, one of snapshot_points)
+  /// with the block that token ends. Call after the step ran, before end_step(seq, true).
+  /// kInvalidArgument for another k or size.
+  Status set_snapshot(SeqId seq, int32_t k, std::span<const uint8_t> states);
 
   /// Writes the sequence (tokens, positions, every layer's rows, states) to `path`; a versioned
   /// file with a checksum. `fingerprint` identifies the model (checked on load).
@@ -162,6 +181,8 @@ class KvManager {
   bool evict_cached_block();
   void trim_sliding(Sequence& s);
   void register_full_blocks(Sequence& s);
+  /// The states of `s` from block b's snapshot.
+  void restore_snapshot(Sequence& s, int32_t b);
   [[nodiscard]] bool frames_needed_present(const Sequence& s, int32_t n_cells) const;
   Sequence& seq_ref(SeqId seq);
   [[nodiscard]] const Sequence& seq_ref(SeqId seq) const;
@@ -171,6 +192,7 @@ class KvManager {
   std::vector<int> layer_store_;  ///< per layer: index into stores_
   std::vector<int32_t> scratch_;  ///< per store: the scratch handle (-1: not taken yet)
   int64_t max_blocks_ = 0;
+  int64_t snapshot_bytes_ = 0;  ///< sum of the layers' state_bytes
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

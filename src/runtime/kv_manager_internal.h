@@ -25,7 +25,11 @@ inline uint64_t chain_hash(uint64_t prev, std::span<const int32_t> tokens) {
 struct KvManager::Block {
   std::vector<int32_t> handle;  ///< per layer: KvStore handle, -1 = none (trimmed / no KV)
   std::vector<int32_t> tokens;  ///< tokens of a hashed (full) block, to verify lookups
-  int32_t refs = 0;             ///< sequences holding it
+  /// Models with recurrent state: every state layer's state (layer order, KvManager::
+  /// snapshot_bytes()) after the block's last token, taken when a step wrote that token at its
+  /// own position; empty: none (a state model then never resumes at this block's end).
+  std::vector<uint8_t> snap;
+  int32_t refs = 0;  ///< sequences holding it
   bool live = false;
   bool hashed = false;
   uint64_t hash = 0;

@@ -456,5 +456,208 @@ TEST(KvManager, Gemma270mLayoutAt32kStaysUnderTheBudget) {
       static_cast<long long>(stats.spill_reads));
 }
 
+// ---------------------------------------------------------------------------------------------
+// Recurrent-state snapshots (LFM2): layer 0 has K/V, layers 1 and 2 only a state (8 and 12
+// bytes). A state after n tokens is recognisable: every byte of layer il is il * 50 + n.
+
+KvManagerSpec state_spec() {
+  KvManagerSpec s = make_spec(1);
+  for (const int64_t bytes : {8, 12}) {
+    KvLayerSpec l;
+    l.state_bytes = bytes;
+    s.layers.push_back(l);
+  }
+  return s;
+}
+
+uint8_t state_val(int il, int32_t n) { return static_cast<uint8_t>(il * 50 + n); }
+
+std::vector<uint8_t> snapshot_of(int32_t n) {
+  std::vector<uint8_t> v(20, state_val(2, n));
+  std::fill_n(v.begin(), 8, state_val(1, n));
+  return v;
+}
+
+void expect_states(KvManager& m, KvManager::SeqId s, int32_t n) {
+  for (int il = 1; il <= 2; ++il) {
+    for (uint8_t b : m.layer_state(s, il)) {
+      ASSERT_EQ(b, n == 0 ? 0 : state_val(il, n)) << "layer " << il << " after " << n;
+    }
+  }
+}
+
+// A step like the StepRunner's: K/V rows of layer 0, a snapshot at each wanted point (the
+// states after that token), the states after the last token; `snap` false takes none (a state
+// file's blocks, say).
+void state_step(KvManager& m, KvManager::SeqId s, const std::vector<int32_t>& toks,
+                bool snap = true) {
+  const int32_t n0 = m.n_tokens(s);
+  ASSERT_TRUE(m.begin_step(s, toks).ok());
+  KvLayerView v;
+  ASSERT_TRUE(m.layer_view(s, 0, v).ok());
+  const auto pos = m.step_positions(s);
+  for (size_t t = 0; t < toks.size(); ++t) {
+    for (int e = 0; e < kRow; ++e) {
+      k_row(m, 0, v.slots[t])[e] = tag(0, pos[t], e);
+      v_row(m, 0, v.slots[t])[e] = -tag(0, pos[t], e);
+    }
+  }
+  std::vector<int32_t> points;
+  m.snapshot_points(s, points);
+  for (const int32_t k : points) {
+    if (snap) {
+      ASSERT_TRUE(m.set_snapshot(s, k, snapshot_of(n0 + k + 1)).ok());
+    }
+  }
+  const auto n = static_cast<int32_t>(n0 + toks.size());
+  for (int il = 1; il <= 2; ++il) {
+    auto st = m.layer_state(s, il);
+    std::fill(st.begin(), st.end(), state_val(il, n));
+  }
+  m.end_step(s, true);
+}
+
+TEST(KvManager, SnapshotsAreWantedAtBlockEndsAndChecked) {
+  auto m = KvManager::create(state_spec());
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->snapshot_bytes(), 20);
+  auto s = (*m)->open_sequence();
+  ASSERT_TRUE((*m)->begin_step(*s, range_tokens(10)).ok());  // cells 0..9, block ends 3 and 7
+  std::vector<int32_t> points;
+  (*m)->snapshot_points(*s, points);
+  EXPECT_EQ(points, (std::vector<int32_t>{3, 7}));
+  EXPECT_FALSE((*m)->set_snapshot(*s, 4, snapshot_of(5)).ok());            // not a block end
+  EXPECT_FALSE((*m)->set_snapshot(*s, 3, std::vector<uint8_t>(19)).ok());  // wrong size
+  EXPECT_TRUE((*m)->set_snapshot(*s, 3, snapshot_of(4)).ok());
+  (*m)->end_step(*s, true);
+  EXPECT_EQ((*m)->stats().snapshots, 1);
+  EXPECT_EQ((*m)->stats().snapshot_bytes, 20);
+  // Decode steps: only the one that writes a block's last cell wants a snapshot.
+  for (int32_t c = 10; c < 13; ++c) {
+    ASSERT_TRUE((*m)->begin_step(*s, std::vector<int32_t>{c}).ok());
+    (*m)->snapshot_points(*s, points);
+    EXPECT_EQ(points, c == 11 ? std::vector<int32_t>{0} : std::vector<int32_t>{}) << c;
+    (*m)->end_step(*s, true);
+  }
+  // A model without recurrent state wants none.
+  auto plain = KvManager::create(make_spec(1));
+  auto p = (*plain)->open_sequence();
+  ASSERT_TRUE((*plain)->begin_step(*p, range_tokens(10)).ok());
+  (*plain)->snapshot_points(*p, points);
+  EXPECT_TRUE(points.empty());
+  EXPECT_EQ((*plain)->snapshot_bytes(), 0);
+  (*plain)->end_step(*p, true);
+}
+
+TEST(KvManager, TruncateResumesAtTheLastBlockWithASnapshot) {
+  auto m = KvManager::create(state_spec());
+  auto s = (*m)->open_sequence();
+  state_step(**m, *s, range_tokens(6));
+  state_step(**m, *s, range_tokens(7, 1006));  // 13 tokens: snapshots after 4, 8 and 12
+  EXPECT_EQ((*m)->stats().snapshots, 3);
+  expect_states(**m, *s, 13);
+  EXPECT_EQ((*m)->truncate(*s, 13), 13);  // the whole sequence: states untouched
+  expect_states(**m, *s, 13);
+  EXPECT_EQ((*m)->truncate(*s, 11), 8);
+  expect_states(**m, *s, 8);
+  expect_view(**m, *s, 0, 0, 8);
+  // The same-slot rule: a prompt sharing 10 tokens resumes at 8 with the states after 8.
+  state_step(**m, *s, range_tokens(5, 1008));
+  auto prompt = range_tokens(10);
+  prompt.push_back(5);
+  prompt.push_back(6);
+  prompt.push_back(7);
+  EXPECT_EQ((*m)->reuse_prefix(*s, prompt), 8);
+  expect_states(**m, *s, 8);
+  EXPECT_EQ((*m)->truncate(*s, 3), 0);  // before the first boundary
+  expect_states(**m, *s, 0);
+  EXPECT_EQ((*m)->stats().snapshots, 3);  // kept with the prefix cache's blocks
+  (*m)->clear_prefix_cache();
+  EXPECT_EQ((*m)->stats().snapshots, 0);  // freed with their blocks
+}
+
+TEST(KvManager, PrefixCacheRestoresStatesFromTheLastAttachedBlock) {
+  auto m = KvManager::create(state_spec());
+  auto a = (*m)->open_sequence();
+  state_step(**m, *a, range_tokens(13));  // snapshots after 4, 8, 12
+  const auto prompt = range_tokens(13);
+  // A second sequence while a is open: the blocks are shared, the states restored from the
+  // third block's snapshot; two prompt tokens are always left, so 12 tokens need 14.
+  auto b = (*m)->open_sequence();
+  auto longer = prompt;
+  longer.push_back(99);
+  EXPECT_EQ((*m)->reuse_prefix(*b, longer), 12);
+  expect_states(**m, *b, 12);
+  expect_view(**m, *b, 0, 0, 12);
+  EXPECT_EQ((*m)->stats().prefix_hits, 12);
+  EXPECT_EQ((*m)->stats().snapshots, 3);  // shared, not copied
+  (*m)->close_sequence(*b);
+  // The whole 13-token prompt: 11 may be reused, so the run stops at 8.
+  b = (*m)->open_sequence();
+  EXPECT_EQ((*m)->reuse_prefix(*b, prompt), 8);
+  expect_states(**m, *b, 8);
+  (*m)->close_sequence(*b);
+  (*m)->close_sequence(*a);
+  // From the prefix cache alone (a closed).
+  b = (*m)->open_sequence();
+  EXPECT_EQ((*m)->reuse_prefix(*b, longer), 12);
+  expect_states(**m, *b, 12);
+  (*m)->close_sequence(*b);
+  (*m)->clear_prefix_cache();
+  EXPECT_EQ((*m)->stats().snapshots, 0);
+  EXPECT_EQ((*m)->stats().snapshot_bytes, 0);
+}
+
+TEST(KvManager, BlocksWithoutSnapshotAreNotResumedOnAStateModel) {
+  auto m = KvManager::create(state_spec());
+  auto a = (*m)->open_sequence();
+  state_step(**m, *a, range_tokens(13), /*snap=*/false);  // e.g. loaded from a state file
+  auto longer = range_tokens(13);
+  longer.push_back(99);
+  auto b = (*m)->open_sequence();
+  EXPECT_EQ((*m)->reuse_prefix(*b, longer), 0);
+  expect_states(**m, *b, 0);
+  EXPECT_EQ((*m)->truncate(*a, 10), 0);  // nor by truncation
+  expect_states(**m, *a, 0);
+  // Only the first block has a snapshot: the run stops there.
+  (*m)->close_sequence(*b);
+  state_step(**m, *a, range_tokens(4));
+  state_step(**m, *a, range_tokens(9, 1004), /*snap=*/false);
+  b = (*m)->open_sequence();
+  EXPECT_EQ((*m)->reuse_prefix(*b, longer), 4);
+  expect_states(**m, *b, 4);
+}
+
+TEST(KvManager, CopyOnWriteAndShiftNeverKeepAStaleSnapshot) {
+  auto m = KvManager::create(state_spec());
+  auto a = (*m)->open_sequence();
+  state_step(**m, *a, range_tokens(13));
+  auto b = (*m)->open_sequence();
+  auto longer = range_tokens(13);
+  longer.push_back(99);
+  ASSERT_EQ((*m)->reuse_prefix(*b, longer), 12);
+  // b's shift drops tokens 2..5: its blocks are copied (the copies' cells move, so their
+  // snapshots go) while a's keep theirs.
+  auto rotate = [](int, uint8_t*, int64_t, int32_t) { return Status{}; };
+  ASSERT_TRUE((*m)->shift(*b, 2, 4, rotate).ok());
+  EXPECT_EQ((*m)->stats().snapshots, 3);
+  std::vector<int32_t> points;
+  ASSERT_TRUE((*m)->begin_step(*b, range_tokens(8, 500)).ok());  // cells 12..19
+  (*m)->snapshot_points(*b, points);
+  EXPECT_TRUE(points.empty());  // shifted cells are not at their own positions
+  (*m)->end_step(*b, true);
+  EXPECT_EQ((*m)->truncate(*b, 5), 0);  // no snapshot of b's own before the cut
+  (*m)->close_sequence(*b);
+  // a's blocks still resume with the right bytes.
+  EXPECT_EQ((*m)->truncate(*a, 9), 8);
+  expect_states(**m, *a, 8);
+  // a continues differently after 8; the cached third block (dropped by a's cut) still gives
+  // another sequence the states after 12.
+  state_step(**m, *a, range_tokens(6, 700));
+  auto c = (*m)->open_sequence();
+  EXPECT_EQ((*m)->reuse_prefix(*c, range_tokens(14)), 12);
+  expect_states(**m, *c, 12);
+}
+
 }  // namespace
 }  // namespace geniex::runtime
