@@ -41,11 +41,11 @@ Result<std::unique_ptr<VisionEncoder>> VisionEncoder::load(const std::string& pa
   GENIEX_ASSIGN_OR_RETURN(gguf::GgufFile f, gguf::GgufFile::open(path));
   e->file_ = std::make_unique<gguf::GgufFile>(std::move(f));
   GENIEX_ASSIGN_OR_RETURN(e->config_, models::load_vision_config(*e->file_));
-  GENIEX_ASSIGN_OR_RETURN(e->weights_, models::bind_vision_weights(*e->file_, e->config_));
   if (e->config_.n_embd_text != text.n_embd)
     return invalid_argument("mmproj " + path + " does not match the model: its projector gives " +
                             std::to_string(e->config_.n_embd_text) +
                             "-wide embeddings, the model's are " + std::to_string(text.n_embd));
+  GENIEX_ASSIGN_OR_RETURN(e->weights_, models::bind_vision_weights(*e->file_, e->config_));
   if (text.arch != models::Architecture::kLfm2)
     return invalid_argument("mmproj " + path + " is an LFM2-VL projector but the model is " +
                             text.arch_name + " (expected lfm2)");
