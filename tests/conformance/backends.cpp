@@ -9,6 +9,9 @@
 #ifdef GENIEX_CONFORMANCE_OPENCL
 #include "backends/opencl/opencl_backend.h"
 #endif
+#ifdef GENIEX_CONFORMANCE_QNN
+#include "backends/npu/qnn/qnn_test_env.h"
+#endif
 
 namespace geniex::conformance {
 namespace {
@@ -93,6 +96,30 @@ std::vector<BackendEntry> make_entries() {
     };
     out.push_back(std::move(e));
   }
+#ifdef GENIEX_CONFORMANCE_QNN
+  {
+    // Qualcomm's HTP (emulated on x86-64) through the QNN plugin: skipped only where the runtime
+    // is absent and scripts/setup.sh did not install it.
+    BackendEntry e;
+    e.name = "npu_qnn";
+    e.family = "npu_qnn";
+    e.target.static_tokens = {1, 128};
+    e.not_here = [] { return npu_qnn::testing::qnn_test_env().skip_reason(); };
+    e.make = []() -> Result<Instances> {
+      backends::NpuOptions o;
+      o.max_cached_graphs = 16;
+      auto b = backends::make_npu_backend(std::filesystem::path(GENIEX_NPU_QNN_PLUGIN), o);
+      if (!b.ok()) {
+        return Status(b.status().code(), b.status().message() + " [" +
+                                             npu_qnn::testing::qnn_test_env().context() + "]");
+      }
+      Instances v;
+      v.push_back(std::move(*b));
+      return v;
+    };
+    out.push_back(std::move(e));
+  }
+#endif
   return out;
 }
 

@@ -1,8 +1,9 @@
 // THE tolerance table of the conformance suite: every (backend family, subject, dtype) that a
 // backend runs, the metric and bound its output must meet against graph::run_reference, and why
 // it is not exact where it is not. Families: "cpu" (every ISA level), "opencl", "npu_ref" (the
-// reference NPU plugin). No row: the backend must answer kUnsupported. A row with a variant
-// applies to the problems tagged with it (problems_*.cpp), overriding the plain row.
+// reference NPU plugin), "npu_qnn" (the QNN HTP plugin). No row: the backend must answer
+// kUnsupported. A row with a variant applies to the problems tagged with it (problems_*.cpp),
+// overriding the plain row.
 #include "conformance/tolerance.h"
 
 #include <initializer_list>
@@ -163,6 +164,15 @@ const Row kRows[] = {
   {"npu_ref", "TwoLayers", types({T::kF16}), "", kNmse, 1e-3,
    "int8 matmuls through two layers (measured ~3e-4)"},
   {"npu_ref", "TwoLayers", types({T::kF16}), "state", kNmse, 1e-3, "k / v from int8 matmuls"},
+  // ---- npu_qnn: Qualcomm's HTP through the QNN plugin (x86-64: QAIRT's emulation), static
+  // T = 1 and 128, F32 at the boundary and fp16 inside (activations, F32 / F16 weights) --------
+  {"npu_qnn", "MatMul", kF32F16, "", kNmse, 1e-6,
+   "fp16 activations and weights (measured <= 1.6e-7 with F32 weights, 5.3e-8 with F16)"},
+  {"npu_qnn", "MatMul", kF32F16, "zeros", kExact, 0, "zero activations give exact zeros"},
+  {"npu_qnn", "RmsNorm", kF32F16, "", kMaxRel, 2e-3, "fp16 in, out and scale (measured <= 6.2e-4)"},
+  {"npu_qnn", "Add", kF32F16, "", kMaxRel, 2e-3,
+   "fp16 operands and sum, each off by up to half an fp16 ulp (measured <= 6.0e-4)"},
+  {"npu_qnn", "Mul", kF32F16, "", kMaxRel, 2e-3, "fp16 operands and product (measured <= 5.9e-4)"},
 };
 // clang-format on
 

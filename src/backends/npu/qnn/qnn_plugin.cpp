@@ -1,0 +1,224 @@
+// The QNN HTP plugin's C boundary: configuration, the exported entry point and the version-1
+// function table over Qualcomm's runtime (qnn_runtime.h) and the graph translation
+// (qnn_graph.cpp). Every call translates Status to a geniex_npu_status + message exactly once,
+// and no exception leaves the plugin.
+#include "backends/npu/qnn/qnn_plugin.h"
+
+#include <cstdio>
+#include <memory>
+#include <new>
+#include <string_view>
+
+#include "core/dtype.h"
+
+namespace geniex::npu_qnn {
+namespace {
+
+Result<uint64_t> parse_uint(std::string_view key, std::string_view text, uint64_t mult_allowed) {
+  uint64_t mult = 1;
+  if (mult_allowed != 0 && !text.empty()) {
+    const char last = text.back();
+    if (last == 'K' || last == 'k') mult = uint64_t{1} << 10;
+    if (last == 'M' || last == 'm') mult = uint64_t{1} << 20;
+    if (last == 'G' || last == 'g') mult = uint64_t{1} << 30;
+    if (mult != 1) text.remove_suffix(1);
+  }
+  if (text.empty() || text.size() > 12) {
+    return invalid_argument("qnn plugin config: bad value for '" + std::string(key) + "'");
+  }
+  uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') {
+      return invalid_argument("qnn plugin config: bad value '" + std::string(text) + "' for '" +
+                              std::string(key) + "'");
+    }
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v * mult;
+}
+
+void set_msg(char* msg, size_t size, const std::string& text) {
+  if (msg != nullptr && size > 0) std::snprintf(msg, size, "%s", text.c_str());
+}
+
+geniex_npu_status to_code(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk: return GENIEX_NPU_OK;
+    case StatusCode::kUnimplemented:
+    case StatusCode::kNotFound: return GENIEX_NPU_UNSUPPORTED;
+    case StatusCode::kResourceExhausted: return GENIEX_NPU_OUT_OF_MEMORY;
+    case StatusCode::kInvalidArgument: return GENIEX_NPU_INVALID_ARGUMENT;
+    case StatusCode::kOutOfRange: return GENIEX_NPU_OUT_OF_RANGE;
+    default: return GENIEX_NPU_INTERNAL;
+  }
+}
+
+// Runs `fn` (returning Status) with no exception escaping: bad_alloc is OUT_OF_MEMORY.
+template <typename Fn>
+geniex_npu_status guarded(char* msg, size_t size, Fn&& fn) {
+  try {
+    Status s = fn();
+    if (s.ok()) return GENIEX_NPU_OK;
+    set_msg(msg, size, s.message());
+    return to_code(s);
+  } catch (const std::bad_alloc&) {
+    set_msg(msg, size, "host memory exhausted");
+    return GENIEX_NPU_OUT_OF_MEMORY;
+  } catch (...) {
+    set_msg(msg, size, "unexpected exception inside the QNN HTP plugin");
+    return GENIEX_NPU_INTERNAL;
+  }
+}
+
+Device* dev_of(geniex_npu_device* d) { return reinterpret_cast<Device*>(d); }
+Compiled* compiled_of(geniex_npu_compiled* c) { return reinterpret_cast<Compiled*>(c); }
+
+constexpr uint64_t bit(GgmlType t) { return uint64_t{1} << static_cast<uint32_t>(t); }
+
+void fill_caps(Device& d) {
+  const uint64_t f32 = bit(GgmlType::kF32);
+  // Weights (MatMul, and Add / Mul / RmsNorm constants) are F32 or F16, computed in fp16.
+  const uint64_t weights = f32 | bit(GgmlType::kF16);
+  d.op_caps = {
+      {GENIEX_NPU_OP_MATMUL, weights},
+      {GENIEX_NPU_OP_RMS_NORM, f32},
+      {GENIEX_NPU_OP_ADD, f32},
+      {GENIEX_NPU_OP_MUL, f32},
+  };
+  const auto& v = d.runtime->provider->api_version;
+  d.device_name = "Hexagon v" + std::to_string(d.config.htp_arch) + " HTP, SoC " +
+                  std::to_string(d.config.soc_model) + ", fp16; QNN core API " +
+                  version_text(v.core) + ", HTP API " + version_text(v.backend);
+#if defined(__x86_64__)
+  d.device_name += "; x86-64 emulation";
+#endif
+  d.caps.struct_size = sizeof(geniex_npu_caps);
+  d.caps.device_name = d.device_name.c_str();
+  d.caps.memory_bytes = d.config.memory_bytes;
+  d.caps.n_ops = static_cast<uint32_t>(d.op_caps.size());
+  d.caps.ops = d.op_caps.data();
+  d.caps.n_batch_tokens = static_cast<uint32_t>(std::size(kBatchTokens));
+  d.caps.batch_tokens = kBatchTokens;
+  d.caps.weight_dtype_mask = weights;
+}
+
+geniex_npu_status create(const char* config, geniex_npu_device** out, char* msg, size_t size) {
+  return guarded(msg, size, [&]() -> Status {
+    if (out == nullptr) return invalid_argument("create: out is NULL");
+    GENIEX_ASSIGN_OR_RETURN(Config cfg, parse_config(config));
+    GENIEX_ASSIGN_OR_RETURN(const Runtime* rt, load_runtime(runtime_dir(cfg.qnn_lib_dir)));
+    auto d = std::make_unique<Device>();
+    d->config = cfg;
+    d->runtime = rt;
+    GENIEX_ASSIGN_OR_RETURN(d->htp,
+                            HtpDevice::open(*rt, cfg.soc_model, cfg.htp_arch, cfg.log_level));
+    fill_caps(*d);
+    *out = reinterpret_cast<geniex_npu_device*>(d.release());
+    return {};
+  });
+}
+
+geniex_npu_status query_caps(geniex_npu_device* dev, geniex_npu_caps* caps, char* msg,
+                             size_t size) {
+  return guarded(msg, size, [&]() -> Status {
+    if (dev == nullptr || caps == nullptr) return invalid_argument("query_caps: NULL argument");
+    *caps = dev_of(dev)->caps;
+    return {};
+  });
+}
+
+geniex_npu_status compile(geniex_npu_device* dev, const geniex_npu_graph* graph,
+                          geniex_npu_compiled** out, char* msg, size_t size) {
+  return guarded(msg, size, [&]() -> Status {
+    if (dev == nullptr || graph == nullptr || out == nullptr) {
+      return invalid_argument("compile: NULL argument");
+    }
+    GENIEX_ASSIGN_OR_RETURN(auto c, compile_graph(*dev_of(dev), *graph));
+    *out = reinterpret_cast<geniex_npu_compiled*>(c.release());
+    return {};
+  });
+}
+
+geniex_npu_status execute(geniex_npu_device* dev, geniex_npu_compiled* graph,
+                          const geniex_npu_buffer* buffers, uint32_t n_buffers, char* msg,
+                          size_t size) {
+  return guarded(msg, size, [&]() -> Status {
+    if (dev == nullptr || graph == nullptr) return invalid_argument("execute: NULL argument");
+    return execute_graph(*dev_of(dev), *compiled_of(graph), buffers, n_buffers);
+  });
+}
+
+void release(geniex_npu_device* dev, geniex_npu_compiled* graph) {
+  if (graph == nullptr) return;
+  std::unique_ptr<Compiled> owned(compiled_of(graph));
+  if (dev != nullptr) release_graph(*dev_of(dev), *owned);
+}
+
+void destroy(geniex_npu_device* dev) { std::unique_ptr<Device> owned(dev_of(dev)); }
+
+constexpr geniex_npu_plugin_v1 kTable = {
+    GENIEX_NPU_ABI_VERSION,
+    sizeof(geniex_npu_plugin_v1),
+    "qnn-htp",
+    "0.1.0",
+    create,
+    query_caps,
+    compile,
+    execute,
+    release,
+    destroy,
+    nullptr,  // alloc_buffer: rpcmem / QnnMem_register shared buffers are not done yet
+    nullptr,  // free_buffer
+};
+
+}  // namespace
+
+Result<Config> parse_config(const char* config) {
+  Config cfg;
+  if (config == nullptr) return cfg;
+  std::string_view rest(config);
+  while (!rest.empty()) {
+    const size_t semi = rest.find(';');
+    std::string_view item = rest.substr(0, semi);
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return invalid_argument("qnn plugin config: '" + std::string(item) + "' is not key=value");
+    }
+    const std::string_view key = item.substr(0, eq);
+    std::string_view value = item.substr(eq + 1);
+    if (key == "qnn_lib_dir") {
+      cfg.qnn_lib_dir = std::string(value);
+    } else if (key == "soc_model") {
+      GENIEX_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 0));
+      cfg.soc_model = static_cast<uint32_t>(v);
+    } else if (key == "htp_arch") {
+      if (!value.empty() && (value.front() == 'v' || value.front() == 'V')) value.remove_prefix(1);
+      GENIEX_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 0));
+      if (v < 68 || v > 99) {
+        return invalid_argument(
+            "qnn plugin config: htp_arch " + std::to_string(v) +
+            " is not a Hexagon HTP architecture (v68, v69, v73, v75, v79, ...)");
+      }
+      cfg.htp_arch = static_cast<uint32_t>(v);
+    } else if (key == "qnn_log_level") {
+      GENIEX_ASSIGN_OR_RETURN(const uint64_t v, parse_uint(key, value, 0));
+      if (v < 1 || v > 5) return invalid_argument("qnn plugin config: qnn_log_level is 1..5");
+      cfg.log_level = static_cast<uint32_t>(v);
+    } else if (key == "memory") {
+      GENIEX_ASSIGN_OR_RETURN(cfg.memory_bytes, parse_uint(key, value, 1));
+    } else {
+      return invalid_argument("qnn plugin config: unknown key '" + std::string(key) +
+                              "' (known: qnn_lib_dir, soc_model, htp_arch, qnn_log_level, memory)");
+    }
+  }
+  return cfg;
+}
+
+}  // namespace geniex::npu_qnn
+
+extern "C" __attribute__((visibility("default"))) const geniex_npu_plugin_v1* geniex_npu_plugin_get(
+    uint32_t host_abi_version) {
+  return host_abi_version == GENIEX_NPU_ABI_VERSION ? &geniex::npu_qnn::kTable : nullptr;
+}

@@ -1,0 +1,71 @@
+// Internal types of the QNN HTP plugin: its configuration, the open device and a compiled graph
+// (one QNN context holding one finalized graph). C++ only inside the plugin; the boundary is
+// qnn_plugin.cpp's C table.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/npu/qnn/qnn_runtime.h"
+#include "geniex/npu_plugin.h"
+
+namespace geniex::npu_qnn {
+
+/// The token counts the plugin compiles graphs for: decode (1) and fixed prefill chunks (128).
+inline constexpr int32_t kBatchTokens[] = {1, 128};
+
+/// Settings from the config string "key=value;..." (every key optional).
+struct Config {
+  std::string qnn_lib_dir;  ///< qnn_lib_dir=<folder of libQnnHtp.so>
+  uint32_t soc_model = 60;  ///< soc_model=<QNN SoC id> (60: Snapdragon X Elite, SC8380XP)
+  uint32_t htp_arch = 73;   ///< htp_arch=v73 | 73 (Hexagon architecture: 68..81)
+  uint32_t log_level = 1;   ///< qnn_log_level=1..5 (QNN's own log; 1: errors)
+  uint64_t memory_bytes = 1ull << 30;  ///< memory=<n>[K|M|G], the budget caps report
+};
+
+/// Parses `config` (may be null). Unknown keys and bad values are kInvalidArgument.
+Result<Config> parse_config(const char* config);
+
+/// One tensor of a compiled graph that execute binds to a host buffer.
+struct IoTensor {
+  uint32_t tensor_id = 0;      ///< the GenieX tensor id
+  uint64_t bytes = 0;          ///< exact host buffer size (F32)
+  api::Tensor qnn;             ///< as created (id filled by QNN); clientBuf set per execute
+  std::vector<uint32_t> dims;  ///< storage `qnn.v1.dimensions` points into
+  std::string name;            ///< storage `qnn.v1.name` points into
+};
+
+/// A compiled graph: its own context (freed on release) with one finalized graph.
+struct Compiled {
+  api::Handle context = nullptr;
+  api::Handle graph = nullptr;
+  std::vector<std::unique_ptr<IoTensor>> inputs;   ///< graph inputs, in creation order
+  std::vector<std::unique_ptr<IoTensor>> outputs;  ///< graph outputs, in the host's order
+};
+
+/// An open device.
+struct Device {
+  Config config;
+  const Runtime* runtime = nullptr;
+  std::unique_ptr<HtpDevice> htp;
+  std::vector<geniex_npu_op_cap> op_caps;
+  geniex_npu_caps caps{};
+  std::string device_name;   ///< caps.device_name's storage: target, SoC, runtime version
+  uint64_t graphs_made = 0;  ///< names graphs uniquely within the process's contexts
+};
+
+/// Translates `desc` into a QNN graph in a fresh context and finalizes it. kUnimplemented for an
+/// op, type or shape this plugin does not lower, or a graph QNN refuses (with QNN's error).
+Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc);
+
+/// Runs `c` once with the host buffers (one per graph input and per output).
+Status execute_graph(Device& dev, Compiled& c, const geniex_npu_buffer* buffers,
+                     uint32_t n_buffers);
+
+/// Frees `c`'s context (and with it the graph).
+void release_graph(Device& dev, Compiled& c);
+
+}  // namespace geniex::npu_qnn
