@@ -4,7 +4,8 @@
 // (QnnInterface.h, QnnCommon.h, QnnTypes.h, QnnDevice.h, QnnGraph.h, QnnLog.h, QnnOpDef.h,
 // HTP/QnnHtpDevice.h, HTP/QnnHtpGraph.h of SDKs 2.2x-2.4x) and at run time against
 // onnxruntime-qnn 2.7.0's libQnnHtp.so (QAIRT 2.40: core API 2.40.0, HTP backend API 5.51.0;
-// the probe in qnn_runtime.cpp reads the API version through the table, which checks its order).
+// qnn_runtime.cpp reads the API version through the table, which checks its order; the custom
+// config layouts were confirmed by QNN's log accepting SoC 60 / v73 and fp16 graphs).
 //
 // Layout rules that matter: every struct is passed by pointer except Qnn_OpConfig_t (by value),
 // and arrays of Qnn_Tensor_t are indexed by the runtime with ITS sizeof, so Qnn_Tensor_t carries
@@ -160,8 +161,9 @@ struct DeviceConfig {
 // QnnHtpDevice_ConfigOption_t
 enum : uint32_t { kHtpDeviceOptionSoc = 0, kHtpDeviceOptionArch = 1 };
 
-/// QnnHtpDevice_CustomConfig_t: option, then a union (soc model, or {device id, arch}); padded
-/// past the largest member of any release.
+/// QnnHtpDevice_CustomConfig_t: option, then a union (soc model, or {device id, arch}) padded past
+/// its largest member. QAIRT 2.40 reads the union at offset 8 (it has grown 8-byte members; with
+/// the union at offset 4, as in older headers, it logged "Unsupported HTP Arch 1 0").
 struct HtpDeviceCustomConfig {
   uint32_t option;
   union alignas(8) {
@@ -173,48 +175,7 @@ struct HtpDeviceCustomConfig {
     uint8_t pad[56];
   };
 };
-
-/// QnnDevice_Config_t option QNN_DEVICE_CONFIG_OPTION_PLATFORM_INFO: `custom_config` then points
-/// at a PlatformInfo (the platform described offline: how a target SoC is named on a host).
-enum : uint32_t { kDeviceOptionPlatformInfo = 1 };
-
-/// QnnHtpDevice_OnChipDeviceInfoExtension_t inside QnnHtpDevice_DeviceInfoExtension_t
-/// (device type 0: on chip).
-struct HtpDeviceInfoExtension {
-  uint32_t dev_type = 0;
-  struct {
-    size_t vtcm_size_mb;
-    uint32_t soc_model;
-    bool signed_pd_support;
-    bool dlbc_support;
-    uint32_t arch;
-  } on_chip{};
-};
-struct CoreInfo {  // QnnDevice_CoreInfo_t, version 1
-  uint32_t version = 1;
-  struct {
-    uint32_t core_id;
-    uint32_t core_type;
-    void* extension;
-  } v1{};
-};
-struct HardwareDeviceInfo {  // QnnDevice_HardwareDeviceInfo_t, version 1
-  uint32_t version = 1;
-  struct {
-    uint32_t device_id;
-    uint32_t device_type;
-    uint32_t num_cores;
-    CoreInfo* cores;
-    HtpDeviceInfoExtension* extension;
-  } v1{};
-};
-struct PlatformInfo {  // QnnDevice_PlatformInfo_t, version 1
-  uint32_t version = 1;
-  struct {
-    uint32_t num_hw_devices;
-    HardwareDeviceInfo* hw_devices;
-  } v1{};
-};
+static_assert(offsetof(HtpDeviceCustomConfig, soc_model) == 8);
 
 /// QnnGraph_Config_t with option QNN_GRAPH_CONFIG_OPTION_CUSTOM (0).
 struct GraphConfig {

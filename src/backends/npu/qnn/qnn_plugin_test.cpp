@@ -62,6 +62,14 @@ TEST(QnnPlugin, MissingRuntimeSaysWhereItLooked) {
   EXPECT_NE(notes[0].find("QNN runtime not found at"), std::string::npos) << notes[0];
 }
 
+TEST(QnnPlugin, AnUnknownCoreApiMajorVersionIsRefusedNamingBoth) {
+  auto b = qnn_npu(std::string("qnn_lib_dir=") + GENIEX_FAKE_QNN_V3_DIR);
+  ASSERT_FALSE(b.ok());
+  const std::string m = b.status().message();
+  EXPECT_NE(m.find("core API 2.x"), std::string::npos) << m;
+  EXPECT_NE(m.find("FAKE_HTP core API 3.1.0"), std::string::npos) << m;
+}
+
 class QnnRuntime : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -2,6 +2,7 @@
 #include "backends/npu/qnn/qnn_runtime.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdarg>
@@ -68,7 +69,17 @@ Result<std::unique_ptr<Runtime>> open_runtime(const std::filesystem::path& dir) 
     return unimplemented("QNN runtime at " + dir.string() + ": libQnnSystem.so exports no " +
                          api::kSystemGetProvidersSymbol);
   }
+  // libQnnHtp.so's emulator prints a banner (" # LIBNATIVE: ...") on stdout while it loads:
+  // stdout is the generated text for the CLI, so the banner goes to stderr instead.
+  std::fflush(stdout);
+  const int saved_stdout = dup(1);
+  if (saved_stdout >= 0) dup2(2, 1);
   void* lib = dlopen(htp.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::fflush(stdout);
+  if (saved_stdout >= 0) {
+    dup2(saved_stdout, 1);
+    close(saved_stdout);
+  }
   if (lib == nullptr) {
     return unimplemented("QNN runtime at " + dir.string() +
                          ": libQnnHtp.so does not load: " + dlerror());
