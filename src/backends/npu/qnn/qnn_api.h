@@ -164,14 +164,15 @@ enum : uint32_t { kHtpDeviceOptionSoc = 0, kHtpDeviceOptionArch = 1 };
 /// QnnHtpDevice_CustomConfig_t: option, then a union (soc model, or {device id, arch}) padded past
 /// its largest member. QAIRT 2.40 reads the union at offset 8 (it has grown 8-byte members; with
 /// the union at offset 4, as in older headers, it logged "Unsupported HTP Arch 1 0").
+struct HtpMinimumArch {  // QnnHtpDevice_Minimum_Arch_t
+  uint32_t device_id;
+  uint32_t arch;  // 68, 69, 73, 75, 79, 81, ...
+};
 struct HtpDeviceCustomConfig {
   uint32_t option;
   union alignas(8) {
     uint32_t soc_model;
-    struct {
-      uint32_t device_id;
-      uint32_t arch;
-    } arch;
+    HtpMinimumArch arch;
     uint8_t pad[56];
   };
 };

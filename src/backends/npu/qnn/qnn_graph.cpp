@@ -123,7 +123,7 @@ class Builder {
   // A weight's values as F32 (from F32 or F16 bytes), kept until finalize.
   Result<std::vector<float>*> weight_values(const geniex_npu_tensor& t) {
     uint64_t n = 1;
-    for (int i = 0; i < 4; ++i) n *= static_cast<uint64_t>(t.ne[i]);
+    for (int64_t d : t.ne) n *= static_cast<uint64_t>(d);
     auto v = std::make_unique<std::vector<float>>(n);
     if (t.dtype == static_cast<uint32_t>(GgmlType::kF32) && t.data_bytes == n * 4) {
       std::memcpy(v->data(), t.data, n * 4);
@@ -170,9 +170,10 @@ class Builder {
     return make(*t, std::move(dims), wanted_.count(op.output) ? api::kAppRead : api::kNative);
   }
 
-  Status node(const char* type, const std::string& name, std::vector<Made*> ins, Made* out,
+  Status node(const char* type, const std::string& name, const std::vector<Made*>& ins, Made* out,
               std::vector<api::Param> params = {}) {
     std::vector<api::Tensor> in_t;
+    in_t.reserve(ins.size());
     for (Made* m : ins) in_t.push_back(m->t);
     api::Tensor out_t = out->t;
     api::OpConfig op;
