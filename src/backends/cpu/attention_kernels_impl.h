@@ -25,7 +25,8 @@ ATTN_TARGET inline void attn_dots_block(const float* q, int64_t n, const KT* con
   constexpr int kAcc = NR * NK;
   constexpr int kPad = (kAcc + 3) / 4 * 4;
   typename V::R a[kPad];
-  for (int x = 0; x < kPad; ++x) a[x] = V::zero();
+#pragma GCC unroll 16
+  for (int x = 0; x < kPad; ++x) a[x] = V::zero();  // unrolled: a memset would put a in memory
   int64_t i = 0;
   for (; i + V::W <= n; i += V::W) {
     typename V::R kv[NK];
@@ -46,11 +47,52 @@ ATTN_TARGET inline void attn_dots_block(const float* q, int64_t n, const KT* con
   }
 }
 
+// The same dots for 4 query rows x 4 keys where V has hsum16 (sixteen hsum4-tree sums at once,
+// out[r * 4 + j] for accumulator a[r * 4 + j]): the reductions shared across dots, each dot's
+// accumulator chain and reduction tree unchanged, so its bits are attn_dots_block's.
+template <class VV, class KT>
+ATTN_TARGET inline void attn_dots_4x4(const float* q, int64_t n, const KT* const* k, float* s,
+                                      int64_t ss) {
+  typename VV::R a[16];
+#pragma GCC unroll 16
+  for (int x = 0; x < 16; ++x) a[x] = VV::zero();  // unrolled: a memset would put a in memory
+  int64_t i = 0;
+  for (; i + VV::W <= n; i += VV::W) {
+    typename VV::R kv[4];
+    for (int j = 0; j < 4; ++j) kv[j] = VV::load(k[j] + i);
+    for (int r = 0; r < 4; ++r) {
+      const typename VV::R qv = VV::load(q + r * n + i);
+      for (int j = 0; j < 4; ++j) a[r * 4 + j] = VV::fma(qv, kv[j], a[r * 4 + j]);
+    }
+  }
+  float sums[16];
+  VV::hsum16(a, sums);
+  for (int r = 0; r < 4; ++r) {
+    for (int j = 0; j < 4; ++j) {
+      float v = sums[r * 4 + j];
+      for (int64_t e = i; e < n; ++e) v += q[r * n + e] * attn_to_f32(k[j][e]);
+      s[r * ss + j] = v;
+    }
+  }
+}
+
+template <class W_>
+concept AttnHasHsum16 = requires(const typename W_::R* a, float* o) {
+  W_::hsum16(a, o);
+};
+
 template <int NR, class KT>
 ATTN_TARGET void attn_dots_rows(const float* q, int64_t n, const KT* k, int64_t ks,
                                 const float* keys, int64_t m0, int64_t m1, float* s, int64_t ss) {
   constexpr int kNk = NR <= 2 ? 4 : 2;
   int64_t m = m0;
+  if constexpr (NR == 4 && AttnHasHsum16<V>) {
+    for (; m + 4 <= m1; m += 4) {
+      const KT* rows[4];
+      for (int j = 0; j < 4; ++j) rows[j] = k + static_cast<int64_t>(keys[m + j]) * ks;
+      attn_dots_4x4<V>(q, n, rows, s + m, ss);
+    }
+  }
   for (; m + kNk <= m1; m += kNk) {
     const KT* rows[kNk];
     for (int j = 0; j < kNk; ++j) rows[j] = k + static_cast<int64_t>(keys[m + j]) * ks;

@@ -135,6 +135,27 @@ struct V {
                                     _mm256_hadd_ps(fold(a[2]), fold(a[3])));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
   }
+  // Sixteen hsum4 sums at once, each with hsum4's tree: ((f0 + f1) + (f2 + f3)) + ((f4 + f5) +
+  // (f6 + f7)) over f_j = a_j + a_(j+8). Two dots per register from the fold on, then four,
+  // like hadd within each 128 bits.
+  ATTN_TARGET static __m512 pair_fold(R x, R y) {  // [fold(x), fold(y)]
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE));
+  }
+  ATTN_TARGET static __m512 pair_add(__m512 x, __m512 y) {  // per 128 bits: hadd(x, y)
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  ATTN_TARGET static void hsum16(const R* a, float* out) {
+    __m512 f[8], g[4];
+    for (int x = 0; x < 8; ++x) f[x] = pair_fold(a[2 * x], a[2 * x + 1]);
+    for (int x = 0; x < 4; ++x) g[x] = pair_add(f[2 * x], f[2 * x + 1]);
+    const __m512 h0 = pair_add(g[0], g[1]), h1 = pair_add(g[2], g[3]);
+    const __m512 r =
+        _mm512_add_ps(_mm512_shuffle_f32x4(h0, h1, 0x88), _mm512_shuffle_f32x4(h0, h1, 0xDD));
+    // r holds dots 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15: back in order.
+    const __m512i order = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+    _mm512_storeu_ps(out, _mm512_permutexvar_ps(order, r));
+  }
   ATTN_TARGET static R round_f16(R a) {
     return _mm512_cvtph_ps(_mm512_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }

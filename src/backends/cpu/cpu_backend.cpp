@@ -479,6 +479,29 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
           return Status{};
         });
       }
+      const auto& ane = desc(0).ne;
+      const auto& bne = desc(1).ne;
+      if (bne[0] == ane[0] && bne[1] == 1 && bne[2] == 1 && bne[3] == 1) {
+        // b [ne0] over every row of a (a bias): the reference's one add or multiply per element,
+        // by blocks of rows on the pool.
+        const bool add = n.op == OpKind::kAdd;
+        const int64_t ne0 = ane[0];
+        const int64_t rows = ne0 > 0 ? count / ne0 : 0;
+        const int64_t block = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ne0));
+        pool_->parallel_for((rows + block - 1) / block, [&](int64_t c, int) {
+          const int64_t r1 = std::min(rows, (c + 1) * block);
+          for (int64_t r = c * block; r < r1; ++r) {
+            const float* x = a + r * ne0;
+            float* y = out + r * ne0;
+            if (add) {
+              for (int64_t i = 0; i < ne0; ++i) y[i] = x[i] + bb[i];
+            } else {
+              for (int64_t i = 0; i < ne0; ++i) y[i] = x[i] * bb[i];
+            }
+          }
+        });
+        return {};
+      }
       return ref::binary(n.op, cspan(a, desc(0).nelements()), desc(0).ne,
                          cspan(bb, desc(1).nelements()), desc(1).ne, ospan());
     }

@@ -48,6 +48,13 @@ namespace geniex::backends::cpu {
 namespace attn {
 namespace {
 
+// The most floats (K and V rows together) a tiled task copies out of the cache (8 MiB).
+constexpr int64_t kMaxGatherFloats = int64_t{1} << 21;
+// Query rows of a tile of a long non-causal problem (at most 64 tokens: the key masks' bits), and
+// the fewest keys for it.
+constexpr int64_t kWideTileRows = 64;
+constexpr int64_t kWideTileMinKeys = 256;
+
 // The rows' queries, rounded to f16 with an F16 K cache.
 void load_queries(const Problem& pb, const Rows& rows, float* qr) {
   for (int64_t tt = 0; tt < rows.n_tok; ++tt) {
@@ -59,24 +66,35 @@ void load_queries(const Problem& pb, const Rows& rows, float* qr) {
   }
 }
 
-// s[r * ns + m] = the scaled score of row r and the m-th visible key (state row keys[m], rows
+// Where a kv head's K (or V) rows are read: row keys[m] (in elements of the cache type) starts at
+// data + keys[m] * stride. The cache itself (stride n_kv_head * d), or a tile's gathered copy.
+struct HeadRows {
+  const void* data;
+  int64_t stride;
+  const float* keys;
+};
+
+HeadRows cache_rows(const KvView& kv, int64_t kvh, int64_t d, int64_t n_kv_head,
+                    const float* keys) {
+  const size_t esz = kv.type == GgmlType::kF16 ? 2 : 4;
+  return {kv.data + sz(kvh * d) * esz, n_kv_head * d, keys};
+}
+
+// s[r * ns + m] = the scaled score of row r and the m-th visible key (K row kr.keys[m], rows
 // seeing it in masks[m]; kNegInf if r does not see it) for m in [m0, m1); mx[r] = max(mx[r],
 // those scores). All dots of a row block first (one kernel call), then masks and scaling.
-void scores(const Problem& pb, const Rows& rows, const float* qr, const float* keys,
+void scores(const Problem& pb, const Rows& rows, const float* qr, const HeadRows& kr,
             const uint64_t* masks, int64_t m0, int64_t m1, float* s, int64_t ns, float* mx) {
   const int64_t n_rows = rows.n_tok * pb.group;
-  const int64_t ks = pb.n_kv_head * pb.d;
   const auto& prm = pb.params;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
     if (pb.k.type == GgmlType::kF16) {
-      pb.kr->dots_f16(qr + r0 * pb.d, nr, pb.d,
-                      reinterpret_cast<const uint16_t*>(pb.k.data) + rows.kvh * pb.d, ks, keys, m0,
-                      m1, s + r0 * ns, ns);
+      pb.kr->dots_f16(qr + r0 * pb.d, nr, pb.d, static_cast<const uint16_t*>(kr.data), kr.stride,
+                      kr.keys, m0, m1, s + r0 * ns, ns);
     } else {
-      pb.kr->dots_f32(qr + r0 * pb.d, nr, pb.d,
-                      reinterpret_cast<const float*>(pb.k.data) + rows.kvh * pb.d, ks, keys, m0, m1,
-                      s + r0 * ns, ns);
+      pb.kr->dots_f32(qr + r0 * pb.d, nr, pb.d, static_cast<const float*>(kr.data), kr.stride,
+                      kr.keys, m0, m1, s + r0 * ns, ns);
     }
   }
   const bool softcap = prm.softcap > 0.0f;
@@ -113,22 +131,35 @@ bool softmax_row(const Problem& pb, float* s, int64_t n, float mx) {
 // acc[r * dv + i] += sum over m in [m0, m1), in that order, of p[r * ns + m] * v[keys[m]][i]
 // for value elements i in [d0, d1) (acc rows keep their full dv stride).
 void weighted_v_slice(const Problem& pb, const Rows& rows, const float* p, int64_t ns,
-                      const float* keys, int64_t m0, int64_t m1, float* acc, int64_t d0,
+                      const HeadRows& vr, int64_t m0, int64_t m1, float* acc, int64_t d0,
                       int64_t d1) {
   const int64_t n_rows = rows.n_tok * pb.group;
-  const int64_t vs = pb.n_kv_head * pb.dv;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
     if (pb.v.type == GgmlType::kF16) {
-      pb.kr->pv_f16(p + r0 * ns, ns, nr, keys, m0, m1,
-                    reinterpret_cast<const uint16_t*>(pb.v.data) + rows.kvh * pb.dv + d0, vs,
-                    d1 - d0, acc + r0 * pb.dv + d0, pb.dv);
-    } else {
-      pb.kr->pv_f32(p + r0 * ns, ns, nr, keys, m0, m1,
-                    reinterpret_cast<const float*>(pb.v.data) + rows.kvh * pb.dv + d0, vs, d1 - d0,
+      pb.kr->pv_f16(p + r0 * ns, ns, nr, vr.keys, m0, m1,
+                    static_cast<const uint16_t*>(vr.data) + d0, vr.stride, d1 - d0,
                     acc + r0 * pb.dv + d0, pb.dv);
+    } else {
+      pb.kr->pv_f32(p + r0 * ns, ns, nr, vr.keys, m0, m1, static_cast<const float*>(vr.data) + d0,
+                    vr.stride, d1 - d0, acc + r0 * pb.dv + d0, pb.dv);
     }
   }
+}
+
+// The visible K (or V) rows of kv head kvh, copied bit for bit to dst one after another (row m
+// of the copy is cache row keys[m]); iota holds 0 .. n-1 to address them.
+HeadRows gather_rows(const KvView& kv, int64_t kvh, int64_t d, int64_t n_kv_head, const float* keys,
+                     int64_t n, const float* iota, void* dst) {
+  const HeadRows src = cache_rows(kv, kvh, d, n_kv_head, keys);
+  const size_t esz = kv.type == GgmlType::kF16 ? 2 : 4;
+  const auto* from = static_cast<const uint8_t*>(src.data);
+  auto* to = static_cast<uint8_t*>(dst);
+  for (int64_t m = 0; m < n; ++m) {
+    std::memcpy(to + sz(m * d) * esz, from + sz(static_cast<int64_t>(keys[m]) * src.stride) * esz,
+                sz(d) * esz);
+  }
+  return {dst, d, iota};
 }
 
 // One task of the tiled schedule: everything for a block of rows, in the thread's scratch.
@@ -145,11 +176,30 @@ void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf,
   const int64_t n = visible_keys(pb, rows, keys, list, mbuf.data());
   std::fill(mx, mx + n_rows, kNegInf);
   if (n > 0) {
+    HeadRows kr = cache_rows(pb.k, rows.kvh, pb.d, pb.n_kv_head, keys);
+    HeadRows vr = cache_rows(pb.v, rows.kvh, pb.dv, pb.n_kv_head, keys);
+    // Several row blocks each read every visible K and V row: rows scattered through the cache
+    // (n_kv_head * d apart) are first copied next to each other, once per tile, so that the
+    // kernels stream them. The same values in the same order: the same bits.
+    const int64_t gathered = n * (pb.d + pb.dv);  // floats, an upper bound for F16
+    if (n_rows > kMaxRows && pb.n_kv_head > 1 && gathered <= kMaxGatherFloats) {
+      const int64_t base = s + n_rows * n - buf.data();
+      float* g = grow(buf, base + n + gathered) + base;  // may move buf: pointers again below
+      qr = buf.data();
+      acc = qr + n_rows * pb.d;
+      mx = acc + n_rows * pb.dv;
+      keys = mx + n_rows;
+      s = keys + 2 * pb.n_kv;
+      float* iota = g;
+      for (int64_t m = 0; m < n; ++m) iota[m] = static_cast<float>(m);
+      kr = gather_rows(pb.k, rows.kvh, pb.d, pb.n_kv_head, keys, n, iota, g + n);
+      vr = gather_rows(pb.v, rows.kvh, pb.dv, pb.n_kv_head, keys, n, iota, g + n + n * pb.d);
+    }
     load_queries(pb, rows, qr);
-    scores(pb, rows, qr, keys, mbuf.data(), 0, n, s, n, mx);
+    scores(pb, rows, qr, kr, mbuf.data(), 0, n, s, n, mx);
     for (int64_t r = 0; r < n_rows; ++r) softmax_row(pb, s + r * n, n, mx[r]);
     std::fill(acc, acc + n_rows * pb.dv, 0.0f);
-    weighted_v_slice(pb, rows, s, n, keys, 0, n, acc, 0, pb.dv);
+    weighted_v_slice(pb, rows, s, n, vr, 0, n, acc, 0, pb.dv);
   }
   for (int64_t r = 0; r < n_rows; ++r) {
     float* o = out_row(pb, rows, r);
@@ -162,7 +212,15 @@ void tiled_task(const Problem& pb, const Rows& rows, std::vector<float>& buf,
 }
 
 void run_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch) {
-  const int64_t tile = std::min(pb.n_q, std::max<int64_t>(1, kTileRows / pb.group));
+  int64_t tile = std::min(pb.n_q, std::max<int64_t>(1, kTileRows / pb.group));
+  // Long non-causal problems (a vision encoder): wider tiles, so that each tile's copy of its K
+  // and V rows (tiled_task) serves more row blocks, while keeping a few tasks per thread. Every
+  // row's result is the same whatever its tile.
+  const int64_t wide = std::max<int64_t>(1, kWideTileRows / pb.group);
+  if (!pb.params.causal && pb.n_kv >= kWideTileMinKeys && wide > tile &&
+      pb.n_kv_head * (pb.n_q / wide) >= 4 * static_cast<int64_t>(pool.size())) {
+    tile = wide;
+  }
   const int64_t n_tiles = segment_tiles(pb, tile, scratch.tiles);
   const int64_t* tiles = scratch.tiles.data();
   pool.parallel_for(n_tiles * pb.n_kv_head, [&](int64_t task, int thread) {
@@ -203,7 +261,8 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     const int64_t kvh = task / n_chunks, c = task % n_chunks;
     float mx[kMaxSplitRows];
     std::fill(mx, mx + n_rows, kNegInf);
-    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d, keys, masks, chunk_begin(c),
+    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d,
+           cache_rows(pb.k, kvh, pb.d, pb.n_kv_head, keys), masks, chunk_begin(c),
            chunk_begin(c + 1), s + kvh * n_rows * n, n, mx);
     for (int64_t r = 0; r < n_rows; ++r) cmax[(kvh * n_rows + r) * n_chunks + c] = mx[r];
   });
@@ -228,7 +287,8 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     float* acc = part + kvh * n_rows * pb.dv;
     for (int64_t r = 0; r < n_rows; ++r)
       std::fill(acc + r * pb.dv + d0, acc + r * pb.dv + d1, 0.0f);
-    weighted_v_slice(pb, Rows{kvh, 0, pb.n_q}, s + kvh * n_rows * n, n, keys, 0, n, acc, d0, d1);
+    weighted_v_slice(pb, Rows{kvh, 0, pb.n_q}, s + kvh * n_rows * n, n,
+                     cache_rows(pb.v, kvh, pb.dv, pb.n_kv_head, keys), 0, n, acc, d0, d1);
   });
   for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
     const Rows rows{kvh, 0, pb.n_q};

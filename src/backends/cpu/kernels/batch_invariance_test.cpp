@@ -61,6 +61,42 @@ TEST(BatchInvariance, OneRowEqualsTheSameRowInABatch) {
   }
 }
 
+// Float weights with lengths that leave an 8-element step and a scalar tail after the 16-element
+// loop: the GEMM tiles (several weight and activation rows per pass) give the GEMV's bits.
+TEST(BatchInvariance, FloatOddLengthsOneRowEqualsTheSameRowInABatch) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd;
+  const int64_t n = 13, m = 6;
+  for (int64_t k : {int64_t{40}, int64_t{1000}, int64_t{1003}, int64_t{7}}) {
+    for (GgmlType t : {GgmlType::kF16, GgmlType::kF32}) {
+      for (Isa isa : available_isas()) {
+        auto kr = dot_kernels(t, isa);
+        ASSERT_TRUE(kr.has_value()) << ggml_type_name(t);
+        const size_t wr = *ggml_row_bytes(t, k), ar = *ggml_row_bytes(kr->act_type, k);
+        std::vector<float> wf(static_cast<size_t>(k * n)), xf(static_cast<size_t>(k * m));
+        for (auto& v : wf) v = nd(rng);
+        for (auto& v : xf) v = nd(rng);
+        std::vector<uint8_t> w(wr * n), a(ar * m);
+        for (int64_t r = 0; r < n; ++r) {
+          ASSERT_TRUE(quant::quantize_row(t, std::span<const float>(wf.data() + r * k, k),
+                                          std::span<uint8_t>(w.data() + r * wr, wr))
+                          .ok());
+        }
+        for (int64_t r = 0; r < m; ++r) kr->quantize_act(xf.data() + r * k, a.data() + r * ar, k);
+        std::vector<float> one(static_cast<size_t>(n * m)), all(one.size());
+        for (int64_t c = 0; c < m; ++c) {
+          kr->gemm(k, w.data(), wr, n, a.data() + c * ar, ar, 1, one.data() + c * n, n);
+        }
+        kr->gemm(k, w.data(), wr, n, a.data(), ar, m, all.data(), n);
+        for (size_t i = 0; i < one.size(); ++i) {
+          ASSERT_EQ(one[i], all[i]) << ggml_type_name(t) << " k " << k << " isa "
+                                    << static_cast<int>(isa) << " element " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(BatchInvariance, PackedOneRowEqualsTheSameRowInABatch) {
   const bool strict = batch_invariant();
   std::mt19937 rng(11);

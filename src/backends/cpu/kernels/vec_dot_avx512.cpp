@@ -13,6 +13,13 @@
 #include "quant/quant_internal.h"
 #include "quant/quant_types.h"
 
+// GCC 12 warns about the deliberately uninitialized _mm512_undefined_ps inside _mm512_cvtph_ps
+// once it is inlined (F16RowsKernel).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace geniex::cpu::detail {
 namespace avx512vnni {
 namespace {

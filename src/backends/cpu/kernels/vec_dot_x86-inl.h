@@ -539,6 +539,62 @@ struct FloatKernel {
   }
 };
 
+#if GENIEX_X86_VNNI
+// F16 weights and activations with AVX-512, for gemm_rows: NR weight rows x NC activation rows
+// per pass, each weight and activation vector converted once for all the dots it feeds. Every dot
+// is FloatKernel<LoadF16>::run's arithmetic: one zmm holds its two 8-lane accumulators (lanes
+// 0-7: acc0, 8-15: acc1, the same fma per lane), split back before the 8-element step, the hsum
+// and the scalar tail; so GEMM tiles and the GEMV give the bits of the one-row kernel.
+struct F16RowsKernel {
+  static constexpr int kBlock = 1;
+  static constexpr size_t kBlockBytes = 2;
+  static constexpr size_t kActBytes = 2;
+  static constexpr bool kActSums = false;
+
+  template <int NR, int NC>
+  GENIEX_X86_TARGET static void run(size_t n, const uint8_t* w, size_t ws, const uint8_t* const* a,
+                                    float* res) {
+    __m512 acc[NR][NC];
+    for (int r = 0; r < NR; ++r) {
+      for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_setzero_ps();
+    }
+    size_t k = 0;
+    for (; k + 16 <= n; k += 16) {
+      __m512 wv[NR];
+      for (int r = 0; r < NR; ++r) wv[r] = _mm512_cvtph_ps(loadu256(w + r * ws + k * 2));
+      for (int c = 0; c < NC; ++c) {
+        const __m512 av = _mm512_cvtph_ps(loadu256(a[c] + k * 2));
+        for (int r = 0; r < NR; ++r) acc[r][c] = _mm512_fmadd_ps(wv[r], av, acc[r][c]);
+      }
+    }
+    for (int r = 0; r < NR; ++r) {
+      const uint8_t* wr = w + r * ws;
+      for (int c = 0; c < NC; ++c) {
+        __m256 acc0 = _mm512_castps512_ps256(acc[r][c]);
+        const __m256 acc1 =
+            _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc[r][c]), 1));
+        size_t kk = k;
+        for (; kk + 8 <= n; kk += 8) {
+          acc0 = _mm256_fmadd_ps(LoadF16::load8(wr + kk * 2), LoadF16::load8(a[c] + kk * 2), acc0);
+        }
+        float sum = hsum(_mm256_add_ps(acc0, acc1));
+        for (size_t t = kk; t < n; ++t)
+          sum += LoadF16::load1(wr + t * 2) * LoadF16::load1(a[c] + t * 2);
+        res[c * kMaxTileRows + r] = sum;
+      }
+    }
+  }
+
+  // One row: FloatKernel<LoadF16>'s own (two ymm chains, latency-friendlier for a GEMV).
+  GENIEX_X86_TARGET static float run_gemv(size_t n, const uint8_t* w, const uint8_t* a,
+                                          const int32_t*) {
+    float r[1];
+    FloatKernel<LoadF16>::run<1>(n, w, &a, r);
+    return r[0];
+  }
+};
+#endif  // GENIEX_X86_VNNI
+
 // ---- activation quantization (bit-identical to quant::quantize_row) ---------------------------
 #if !GENIEX_X86_VNNI
 
@@ -653,7 +709,11 @@ GENIEX_X86_TARGET void quantize_q8_k(const float* x, void* dst, int64_t n) {
 GemmFn gemm_for_type(GgmlType t) {
   switch (t) {
     case GgmlType::kF32: return gemm_tiles<FloatKernel<LoadF32>>;
+#if GENIEX_X86_VNNI
+    case GgmlType::kF16: return gemm_rows<F16RowsKernel>;
+#else
     case GgmlType::kF16: return gemm_tiles<FloatKernel<LoadF16>>;
+#endif
     case GgmlType::kBF16: return gemm_tiles<FloatKernel<LoadBF16>>;
     case GgmlType::kQ4_0: return gemm_rows<LegacyKernel<UnpackQ4_0>>;
     case GgmlType::kQ4_1: return gemm_rows<LegacyKernel<UnpackQ4_1>>;
