@@ -5,7 +5,8 @@
 // i64 state_bytes} | u32 n_tokens | i32 tokens[] | u32 n_cells | i32 cell_pos[] |
 // per layer, per block of the table: u8 present, then (present) the frame's K rows and V rows |
 // per layer: state bytes | u64 FNV-1a of everything before.
-// A str is u32 length + bytes.
+// A str is u32 length + bytes. The blocks' recurrent-state snapshots are not saved: a loaded
+// sequence's blocks have none, so a state model resumes on them only as the whole sequence.
 #include <sys/stat.h>
 
 #include <cstdio>
