@@ -194,6 +194,40 @@ TEST(Lfm2Vl, ChatPartsGiveTheProcessorsIds) {
   EXPECT_EQ(model().info().mmproj_path, mmproj_path());
 }
 
+// A chat template that renders only string content (e.g. a built-in ChatML one): the images go
+// where their parts were, as the model's marker text; the ids equal the processor's.
+TEST(Lfm2Vl, StringOnlyTemplatesGetTheMarkerInPlace) {
+  auto src = gguf::GgufFile::open(text_path());
+  ASSERT_TRUE(src.ok());
+  models::test::Rewrite r;
+  r.kv = [](const std::string& key, gguf::Value& v) {
+    if (key == "tokenizer.chat_template") {
+      v = gguf::Value::of_string(
+          "{{bos_token}}{% for message in messages %}{{'<|im_start|>' + message['role'] + "
+          "'\\n'}}{{ message['content'] }}{{'<|im_end|>\\n'}}{% endfor %}{% if "
+          "add_generation_prompt %}{{'<|im_start|>assistant\\n'}}{% endif %}");
+    }
+    return true;
+  };
+  const models::test::OwnedGguf g = models::test::rewrite(*src, r);
+  const std::string path = ::testing::TempDir() + "/tiny-lfm2vl-string-template.gguf";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(g.bytes.data()),
+              static_cast<std::streamsize>(g.bytes.size()));
+  }
+  auto m = ModelBuilder(path).with_mmproj(mmproj_path()).with_device(Device::cpu()).build();
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  const nlohmann::json& c = goldens()["cases"]["small"];
+  const std::vector<Image> images = case_images(c);
+  std::vector<ChatMessage> msgs = {
+      user_with_image(images[0], "Describe this picture of a cat in a few words, please.")};
+  auto out = m->chat(msgs, greedy(1));
+  ASSERT_TRUE(out.ok()) << out.status().to_string();
+  EXPECT_EQ(out->prompt_tokens, c["input_ids"].get<std::vector<int32_t>>());
+  std::remove(path.c_str());
+}
+
 // The prefix cache: a follow-up with the same image reuses the image's KV and conv state (from
 // the whole cached sequence, or from a block snapshot); the same text with another image reuses
 // nothing past the tokens before the image (its image keys differ), and every answer equals a

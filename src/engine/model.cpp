@@ -185,6 +185,21 @@ Result<Generation> Model::chat(std::span<const ChatMessage> messages,
   if (!images.empty() && !impl_->vision) return impl_->no_images_error();
   GENIEX_ASSIGN_OR_RETURN(auto ids, chat_tokens(messages));
   if (images.empty()) return generate(std::span<const int32_t>(ids), config, on_token);
+  const int32_t image_token = impl_->vision->image_token();
+  if (static_cast<size_t>(std::count(ids.begin(), ids.end(), image_token)) != images.size()) {
+    // A template that renders only string content (no image entries in its list handling):
+    // give it each message as text with the image marker where each image was.
+    std::vector<ChatMessage> flat(messages.begin(), messages.end());
+    for (auto& m : flat) {
+      if (m.parts.empty()) continue;
+      m.content.clear();
+      for (const auto& part : m.parts) {
+        m.content += part.type == ContentPart::Type::kImage ? impl_->vision->marker() : part.text;
+      }
+      m.parts.clear();
+    }
+    GENIEX_ASSIGN_OR_RETURN(ids, chat_tokens(flat));
+  }
   GENIEX_ASSIGN_OR_RETURN(auto prompt, impl_->image_prompt(ids, images));
   return impl_->generate(prompt.keys, std::move(prompt.images), config, on_token);
 }
@@ -320,7 +335,12 @@ Result<engine::ImagePrompt> Model::Impl::image_prompt(std::span<const int32_t> i
   for (size_t i = 0; i < images.size(); ++i) {
     Result<engine::EncodedImage> e = internal_error("image not encoded");
     // The encoder shares the backends with the decoder: it runs between steps.
-    batch->exclusive([&] { e = vision->encode(images[i], *scheduler); });
+    // Its activations (attention over every patch) dwarf a decode step's: the units give that
+    // memory back once the image is encoded.
+    batch->exclusive([&] {
+      e = vision->encode(images[i], *scheduler);
+      scheduler->release_scratch();
+    });
     if (!e.ok()) {
       const std::string which = images.size() > 1 ? "image " + std::to_string(i + 1) + " of " +
                                                         std::to_string(images.size()) + ": "

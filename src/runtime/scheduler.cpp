@@ -253,6 +253,10 @@ std::vector<StageProfile> Scheduler::profile() const {
   return profile_;
 }
 
+void Scheduler::release_scratch() {
+  for (auto& b : backends_) b->release_scratch();
+}
+
 void Scheduler::reset_profile() {
   std::lock_guard<std::mutex> lock(*profile_mu_);
   profile_.clear();

@@ -89,6 +89,9 @@ class Scheduler {
   /// Per segment of the plans run so far (same label + backend summed).
   [[nodiscard]] std::vector<StageProfile> profile() const;
   void reset_profile();
+  /// Every unit gives back its scratch memory (Backend::release_scratch); not while a run is in
+  /// progress.
+  void release_scratch();
   /// Run-time fallbacks so far (a unit failed and its stages moved).
   [[nodiscard]] int64_t fallbacks() const { return fallbacks_; }
   /// Host bytes of the boundary buffers of the cached plans.

@@ -61,6 +61,10 @@ class Backend {
   virtual Status prepare(const graph::Graph& /*graph*/, const graph::Bindings& /*bindings*/) {
     return {};
   }
+  /// Optional: give back scratch memory sized by the largest graph run so far (activation
+  /// arenas, per-thread buffers); the next run regrows what it needs. Called between runs, e.g.
+  /// after a vision encoder whose activations dwarf a decode step's. Default: nothing.
+  virtual void release_scratch() {}
 };
 
 }  // namespace geniex::backends

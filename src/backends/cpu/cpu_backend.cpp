@@ -97,6 +97,15 @@ class CpuBackend final : public Backend {
   }
 
   Status run(const graph::Graph& g, const graph::Bindings& b) override;
+  void release_scratch() override {
+    std::vector<float>().swap(arena_);
+    std::vector<uint8_t>().swap(scratch_.act);
+    std::vector<uint8_t>().swap(scratch_.act_packed);
+    scratch_.act_held = {};
+    scratch_.act_packed_held = {};
+    std::vector<std::vector<float>>().swap(scratch_.per_thread);
+    std::vector<std::vector<uint64_t>>().swap(scratch_.masks);
+  }
   Status prepare(const graph::Graph& g, const graph::Bindings& b) override;
 
  private:
