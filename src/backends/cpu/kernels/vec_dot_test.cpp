@@ -248,13 +248,14 @@ TEST(DotKernels, ActivationQuantizationEdgeCasesMatchReference) {
     t[101] = 3.0f;
     cases.push_back(t);
   }
-  for (float scale : {1e-39f, 1e-44f, 3e-38f, 1e-37f, 3e-37f, 1e-30f, 1e30f, 3e38f, 1.0f}) {
+  for (float scale : {1e-39f, 1e-44f, 3e-38f, 1e-37f, 3e-37f, 1e-30f, 1e30f, 3e38f, 1.0f, 1e-5f,
+                      3e-7f, 6e4f}) {  // the last three: f16 subnormals and overflow
     cases.push_back(pattern(scale, 9));
   }
   std::vector<float> x;
   for (const auto& c : cases) x.insert(x.end(), c.begin(), c.end());
   const size_t n = x.size();
-  for (GgmlType wt : {GgmlType::kQ8_0, GgmlType::kQ4_K}) {
+  for (GgmlType wt : {GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kF16}) {
     const GgmlType at = quant::vec_dot_type(wt);
     std::vector<uint8_t> want(row_bytes(at, n), 0);
     ASSERT_TRUE(quant::quantize_row(at, x, want).ok());
