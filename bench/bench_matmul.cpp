@@ -13,6 +13,7 @@
 //   bench_matmul [--reps N] [--threads N] [--isa NAME] [--prefetch BYTES] [--streams N]
 //                TYPE ROWS K M[,M...]
 //   e.g. bench_matmul q8_0 32768 2048 1,2,4,8,16,64
+// Types without a packed kernel (f16, f32, bf16) time the row kernels alone, in GFLOP/s.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -70,6 +71,36 @@ std::vector<int64_t> parse_list(const std::string& s) {
   return v;
 }
 
+// Types without a packed kernel (F16, F32, BF16): the row kernels alone, GFLOP/s = 2 rows K m / t.
+int row_kernels_only(GgmlType type, const kern::DotKernels& dk, int64_t rows, int64_t k,
+                     size_t wrow, const std::vector<int64_t>& ms, int reps) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  const std::vector<uint8_t> w = geniex::bench::random_rows(type, rows, k, wrow, rng);
+  if (w.empty()) return 1;
+  const int64_t max_m = *std::max_element(ms.begin(), ms.end());
+  const size_t qrow = *geniex::ggml_row_bytes(dk.act_type, static_cast<uint64_t>(k));
+  std::vector<uint8_t> q(qrow * static_cast<size_t>(max_m));
+  std::vector<float> x(static_cast<size_t>(k));
+  for (int64_t j = 0; j < max_m; ++j) {
+    for (auto& v : x) v = nd(rng);
+    dk.quantize_act(x.data(), q.data() + j * qrow, k);
+  }
+  std::vector<float> out(static_cast<size_t>(rows * max_m));
+  std::printf("%lld x %lld, row kernels (%s), thread CPU time, median of %d\n",
+              static_cast<long long>(rows), static_cast<long long>(k),
+              std::string(kern::isa_name(dk.isa)).c_str(), reps);
+  std::printf("%6s %12s %10s\n", "m", "ms", "GFLOP/s");
+  for (int64_t m : ms) {
+    const double t = median_ms(reps, [&] {
+      dk.gemm(k, w.data(), wrow, rows, q.data(), qrow, m, out.data(), static_cast<size_t>(rows));
+    });
+    std::printf("%6lld %12.3f %10.1f\n", static_cast<long long>(m), t,
+                2.0 * static_cast<double>(rows * k * m) / (t * 1e6));
+  }
+  return 0;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: bench_matmul [--reps N] [--threads N] [--isa NAME] [--prefetch BYTES]\n"
@@ -112,6 +143,8 @@ int main(int argc, char** argv) {
   const auto dk = kern::dot_kernels(*type);
   const auto pk = kern::packed_kernels(*type);
   const auto wrow = geniex::ggml_row_bytes(*type, static_cast<uint64_t>(k));
+  if (dk && !pk && wrow && threads == 0)
+    return row_kernels_only(*type, *dk, rows, k, *wrow, ms, reps);
   if (!dk || !pk || !wrow || kern::packed_group_bytes(*type, k) == 0) {
     std::fprintf(stderr, "no packed kernel for %s with K = %lld\n", args[0].c_str(),
                  static_cast<long long>(k));

@@ -24,7 +24,8 @@ TEST(BatchInvariance, OneRowEqualsTheSameRowInABatch) {
   const bool strict = batch_invariant();
   std::mt19937 rng(7);
   std::normal_distribution<float> nd;
-  const int64_t k = 1024, n = 36, m = 7;  // n not a multiple of the 8-row groups
+  // n not a multiple of the 8-row groups; m >= 8: the F16 GEMM with F32-widened weight panels
+  const int64_t k = 1024, n = 36, m = 11;
   for (GgmlType t :
        {GgmlType::kQ8_0, GgmlType::kQ5_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ4_K,
         GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kF16, GgmlType::kF32}) {
@@ -66,7 +67,7 @@ TEST(BatchInvariance, OneRowEqualsTheSameRowInABatch) {
 TEST(BatchInvariance, FloatOddLengthsOneRowEqualsTheSameRowInABatch) {
   std::mt19937 rng(13);
   std::normal_distribution<float> nd;
-  const int64_t n = 13, m = 6;
+  const int64_t n = 13, m = 10;  // m >= 8: the x86 F16 GEMM's widened weight panels too
   for (int64_t k : {int64_t{40}, int64_t{1000}, int64_t{1003}, int64_t{7}}) {
     for (GgmlType t : {GgmlType::kF16, GgmlType::kF32}) {
       for (Isa isa : available_isas()) {

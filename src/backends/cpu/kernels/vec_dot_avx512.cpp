@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "backends/cpu/kernels/repack_internal.h"
 #include "backends/cpu/kernels/vec_dot_internal.h"
