@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "llama.h"
-#include "mtmd.h"
 #include "mtmd-helper.h"
+#include "mtmd.h"
 
 static bool write_f32(const std::string& path, const std::vector<float>& v) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
@@ -33,14 +33,16 @@ static bool write_f32(const std::string& path, const std::vector<float>& v) {
 
 int main(int argc, char** argv) {
   if (argc != 8) {
-    std::fprintf(stderr, "usage: %s TEXT.gguf MMPROJ.gguf IMAGE.rgb W H PROMPT.txt OUT_PREFIX\n", argv[0]);
+    std::fprintf(stderr, "usage: %s TEXT.gguf MMPROJ.gguf IMAGE.rgb W H PROMPT.txt OUT_PREFIX\n",
+                 argv[0]);
     return 2;
   }
   const int w = std::atoi(argv[4]), h = std::atoi(argv[5]);
   std::vector<unsigned char> rgb(static_cast<size_t>(w) * h * 3);
   {
     std::ifstream in(argv[3], std::ios::binary);
-    if (!in.read(reinterpret_cast<char*>(rgb.data()), static_cast<std::streamsize>(rgb.size()))) return 2;
+    if (!in.read(reinterpret_cast<char*>(rgb.data()), static_cast<std::streamsize>(rgb.size())))
+      return 2;
   }
   std::string prompt;
   {
@@ -75,9 +77,11 @@ int main(int argc, char** argv) {
   mtmd_context* mctx = mtmd_init_from_file(argv[2], model, mparams);
   if (mctx == nullptr) return 1;
 
-  mtmd_bitmap* bmp = mtmd_bitmap_init(static_cast<uint32_t>(w), static_cast<uint32_t>(h), rgb.data());
+  mtmd_bitmap* bmp =
+      mtmd_bitmap_init(static_cast<uint32_t>(w), static_cast<uint32_t>(h), rgb.data());
   mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-  mtmd_input_text text{prompt.c_str(), prompt.size(), /*add_special=*/false, /*parse_special=*/true};
+  mtmd_input_text text{prompt.c_str(), prompt.size(), /*add_special=*/false,
+                       /*parse_special=*/true};
   const mtmd_bitmap* bitmaps[1] = {bmp};
   if (mtmd_tokenize(mctx, chunks, &text, bitmaps, 1) != 0) return 1;
 
@@ -116,8 +120,8 @@ int main(int argc, char** argv) {
       float* embd = mtmd_get_output_embd(mctx);
       embd_all.insert(embd_all.end(), embd, embd + n_tok * static_cast<size_t>(n_embd));
       llama_pos new_n_past = 0;
-      if (mtmd_helper_decode_image_chunk(mctx, lctx, chunk, embd, n_past, 0, 512, &new_n_past, nullptr,
-                                         nullptr) != 0)
+      if (mtmd_helper_decode_image_chunk(mctx, lctx, chunk, embd, n_past, 0, 512, &new_n_past,
+                                         nullptr, nullptr) != 0)
         return 1;
       for (size_t i = 0; i < n_tok; ++i) pos_ids.push_back(-1);
       n_past = new_n_past;
@@ -128,7 +132,8 @@ int main(int argc, char** argv) {
     std::ofstream out(prefix + ".ids");
     for (int id : pos_ids) out << id << "\n";
   }
-  if (!write_f32(prefix + ".embd.f32", embd_all) || !write_f32(prefix + ".logits.f32", logits)) return 1;
+  if (!write_f32(prefix + ".embd.f32", embd_all) || !write_f32(prefix + ".logits.f32", logits))
+    return 1;
   mtmd_input_chunks_free(chunks);
   mtmd_bitmap_free(bmp);
   mtmd_free(mctx);
