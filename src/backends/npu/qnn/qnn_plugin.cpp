@@ -8,7 +8,9 @@
 #include <memory>
 #include <new>
 #include <string_view>
+#include <utility>
 
+#include "backends/npu/plugin_call.h"
 #include "core/dtype.h"
 
 namespace geniex::npu_qnn {
@@ -37,10 +39,6 @@ Result<uint64_t> parse_uint(std::string_view key, std::string_view text, uint64_
   return v * mult;
 }
 
-void set_msg(char* msg, size_t size, const std::string& text) {
-  if (msg != nullptr && size > 0) std::snprintf(msg, size, "%s", text.c_str());
-}
-
 geniex_npu_status to_code(const Status& s) {
   switch (s.code()) {
     case StatusCode::kOk: return GENIEX_NPU_OK;
@@ -53,21 +51,9 @@ geniex_npu_status to_code(const Status& s) {
   }
 }
 
-// Runs `fn` (returning Status) with no exception escaping: bad_alloc is OUT_OF_MEMORY.
 template <typename Fn>
 geniex_npu_status guarded(char* msg, size_t size, Fn&& fn) {
-  try {
-    Status s = fn();
-    if (s.ok()) return GENIEX_NPU_OK;
-    set_msg(msg, size, s.message());
-    return to_code(s);
-  } catch (const std::bad_alloc&) {
-    set_msg(msg, size, "host memory exhausted");
-    return GENIEX_NPU_OUT_OF_MEMORY;
-  } catch (...) {
-    set_msg(msg, size, "unexpected exception inside the QNN HTP plugin");
-    return GENIEX_NPU_INTERNAL;
-  }
+  return npu_plugin::guarded(msg, size, "the QNN HTP plugin", to_code, std::forward<Fn>(fn));
 }
 
 Device* dev_of(geniex_npu_device* d) { return reinterpret_cast<Device*>(d); }

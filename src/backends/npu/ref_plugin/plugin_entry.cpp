@@ -4,16 +4,14 @@
 #include <cstdio>
 #include <memory>
 #include <new>
+#include <utility>
 
+#include "backends/npu/plugin_call.h"
 #include "backends/npu/ref_plugin/ref_device.h"
 #include "quant/quant.h"
 
 namespace geniex::npu_ref {
 namespace {
-
-void set_msg(char* msg, size_t size, const std::string& text) {
-  if (msg != nullptr && size > 0) std::snprintf(msg, size, "%s", text.c_str());
-}
 
 geniex_npu_status to_code(const Status& s) {
   switch (s.code()) {
@@ -27,24 +25,9 @@ geniex_npu_status to_code(const Status& s) {
   }
 }
 
-geniex_npu_status fail(const Status& s, char* msg, size_t size) {
-  set_msg(msg, size, s.message());
-  return to_code(s);
-}
-
-// Runs `fn` (returning Status) with no exception escaping: bad_alloc is OUT_OF_MEMORY.
 template <typename Fn>
 geniex_npu_status guarded(char* msg, size_t size, Fn&& fn) {
-  try {
-    Status s = fn();
-    return s.ok() ? GENIEX_NPU_OK : fail(s, msg, size);
-  } catch (const std::bad_alloc&) {
-    set_msg(msg, size, "host memory exhausted");
-    return GENIEX_NPU_OUT_OF_MEMORY;
-  } catch (...) {
-    set_msg(msg, size, "unexpected exception inside the reference NPU plugin");
-    return GENIEX_NPU_INTERNAL;
-  }
+  return npu_plugin::guarded(msg, size, "the reference NPU plugin", to_code, std::forward<Fn>(fn));
 }
 
 Device* dev_of(geniex_npu_device* d) { return reinterpret_cast<Device*>(d); }
