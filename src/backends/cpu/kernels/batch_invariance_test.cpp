@@ -20,34 +20,49 @@
 namespace geniex::cpu {
 namespace {
 
+// The row kernels of `t` at `isa` on random n x k weights and m activation rows: the m rows one
+// GEMV at a time (`one`) and as one GEMM (`all`), both n floats per activation row.
+struct OneAndAll {
+  std::vector<float> one, all;
+};
+OneAndAll one_row_and_batch(GgmlType t, Isa isa, int64_t k, int64_t n, int64_t m,
+                            std::mt19937& rng) {
+  std::normal_distribution<float> nd;
+  auto kr = dot_kernels(t, isa);
+  EXPECT_TRUE(kr.has_value()) << ggml_type_name(t);
+  if (!kr) return {};
+  const size_t wr = *ggml_row_bytes(t, k), ar = *ggml_row_bytes(kr->act_type, k);
+  std::vector<float> wf(static_cast<size_t>(k * n)), xf(static_cast<size_t>(k * m));
+  for (auto& v : wf) v = nd(rng);
+  for (auto& v : xf) v = nd(rng);
+  std::vector<uint8_t> w(wr * n), a(ar * m);
+  for (int64_t r = 0; r < n; ++r) {
+    EXPECT_TRUE(quant::quantize_row(t, std::span<const float>(wf.data() + r * k, k),
+                                    std::span<uint8_t>(w.data() + r * wr, wr))
+                    .ok());
+  }
+  for (int64_t r = 0; r < m; ++r) kr->quantize_act(xf.data() + r * k, a.data() + r * ar, k);
+  OneAndAll out;
+  out.one.resize(static_cast<size_t>(n * m));
+  out.all.resize(out.one.size());
+  for (int64_t c = 0; c < m; ++c) {
+    kr->gemm(k, w.data(), wr, n, a.data() + c * ar, ar, 1, out.one.data() + c * n, n);
+  }
+  kr->gemm(k, w.data(), wr, n, a.data(), ar, m, out.all.data(), n);
+  return out;
+}
+
 TEST(BatchInvariance, OneRowEqualsTheSameRowInABatch) {
   const bool strict = batch_invariant();
   std::mt19937 rng(7);
-  std::normal_distribution<float> nd;
   // n not a multiple of the 8-row groups; m >= 8: the F16 GEMM with F32-widened weight panels
   const int64_t k = 1024, n = 36, m = 11;
   for (GgmlType t :
        {GgmlType::kQ8_0, GgmlType::kQ5_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ4_K,
         GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kF16, GgmlType::kF32}) {
     for (Isa isa : {Isa::kScalar, detect_isa()}) {
-      auto kr = dot_kernels(t, isa);
-      ASSERT_TRUE(kr.has_value()) << ggml_type_name(t);
-      const size_t wr = *ggml_row_bytes(t, k), ar = *ggml_row_bytes(kr->act_type, k);
-      std::vector<float> wf(static_cast<size_t>(k * n)), xf(static_cast<size_t>(k * m));
-      for (auto& v : wf) v = nd(rng);
-      for (auto& v : xf) v = nd(rng);
-      std::vector<uint8_t> w(wr * n), a(ar * m);
-      for (int64_t r = 0; r < n; ++r) {
-        ASSERT_TRUE(quant::quantize_row(t, std::span<const float>(wf.data() + r * k, k),
-                                        std::span<uint8_t>(w.data() + r * wr, wr))
-                        .ok());
-      }
-      for (int64_t r = 0; r < m; ++r) kr->quantize_act(xf.data() + r * k, a.data() + r * ar, k);
-      std::vector<float> one(static_cast<size_t>(n * m)), all(one.size());
-      for (int64_t c = 0; c < m; ++c) {
-        kr->gemm(k, w.data(), wr, n, a.data() + c * ar, ar, 1, one.data() + c * n, n);
-      }
-      kr->gemm(k, w.data(), wr, n, a.data(), ar, m, all.data(), n);
+      const auto [one, all] = one_row_and_batch(t, isa, k, n, m, rng);
+      ASSERT_FALSE(one.empty());
       const bool always = t == GgmlType::kQ4_K || t == GgmlType::kQ5_K || t == GgmlType::kQ6_K ||
                           t == GgmlType::kF16 || t == GgmlType::kF32;
       for (size_t i = 0; i < one.size(); ++i) {
@@ -66,29 +81,12 @@ TEST(BatchInvariance, OneRowEqualsTheSameRowInABatch) {
 // loop: the GEMM tiles (several weight and activation rows per pass) give the GEMV's bits.
 TEST(BatchInvariance, FloatOddLengthsOneRowEqualsTheSameRowInABatch) {
   std::mt19937 rng(13);
-  std::normal_distribution<float> nd;
   const int64_t n = 13, m = 10;  // m >= 8: the x86 F16 GEMM's widened weight panels too
   for (int64_t k : {int64_t{40}, int64_t{1000}, int64_t{1003}, int64_t{7}}) {
     for (GgmlType t : {GgmlType::kF16, GgmlType::kF32}) {
       for (Isa isa : available_isas()) {
-        auto kr = dot_kernels(t, isa);
-        ASSERT_TRUE(kr.has_value()) << ggml_type_name(t);
-        const size_t wr = *ggml_row_bytes(t, k), ar = *ggml_row_bytes(kr->act_type, k);
-        std::vector<float> wf(static_cast<size_t>(k * n)), xf(static_cast<size_t>(k * m));
-        for (auto& v : wf) v = nd(rng);
-        for (auto& v : xf) v = nd(rng);
-        std::vector<uint8_t> w(wr * n), a(ar * m);
-        for (int64_t r = 0; r < n; ++r) {
-          ASSERT_TRUE(quant::quantize_row(t, std::span<const float>(wf.data() + r * k, k),
-                                          std::span<uint8_t>(w.data() + r * wr, wr))
-                          .ok());
-        }
-        for (int64_t r = 0; r < m; ++r) kr->quantize_act(xf.data() + r * k, a.data() + r * ar, k);
-        std::vector<float> one(static_cast<size_t>(n * m)), all(one.size());
-        for (int64_t c = 0; c < m; ++c) {
-          kr->gemm(k, w.data(), wr, n, a.data() + c * ar, ar, 1, one.data() + c * n, n);
-        }
-        kr->gemm(k, w.data(), wr, n, a.data(), ar, m, all.data(), n);
+        const auto [one, all] = one_row_and_batch(t, isa, k, n, m, rng);
+        ASSERT_FALSE(one.empty());
         for (size_t i = 0; i < one.size(); ++i) {
           ASSERT_EQ(one[i], all[i]) << ggml_type_name(t) << " k " << k << " isa "
                                     << static_cast<int>(isa) << " element " << i;
