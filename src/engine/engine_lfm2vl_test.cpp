@@ -41,15 +41,21 @@ const nlohmann::json& goldens() {
   return j;
 }
 
+// The tiny LFM2-VL with its mmproj, an F32 KV cache and a 4096-token context.
+Result<Model> build_vl() {
+  return ModelBuilder(text_path())
+      .with_mmproj(mmproj_path())
+      .with_device(Device::cpu())
+      .with_threads(2)
+      .with_context_size(4096)
+      .with_kv_cache_type(KvCacheType::kF32)
+      .build();
+}
+
+// One model shared by the tests that only read it or reset it first.
 Model& model() {
   static Model m = [] {
-    auto r = ModelBuilder(text_path())
-                 .with_mmproj(mmproj_path())
-                 .with_device(Device::cpu())
-                 .with_threads(2)
-                 .with_context_size(4096)
-                 .with_kv_cache_type(KvCacheType::kF32)
-                 .build();
+    auto r = build_vl();
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     return std::move(*r);
   }();
@@ -265,12 +271,7 @@ TEST(Lfm2Vl, StateFilesKeepImageContext) {
   ASSERT_TRUE(model().generate("<image>What is this?", cat, greedy(0)).ok());
   const std::string path = ::testing::TempDir() + "/lfm2vl_state.bin";
   ASSERT_TRUE(model().save_state(path).ok());
-  auto fresh = ModelBuilder(text_path())
-                   .with_mmproj(mmproj_path())
-                   .with_device(Device::cpu())
-                   .with_threads(2)
-                   .with_kv_cache_type(KvCacheType::kF32)
-                   .build();
+  auto fresh = build_vl();
   ASSERT_TRUE(fresh.ok());
   Status loaded = fresh->load_state(path);
   ASSERT_TRUE(loaded.ok()) << loaded.to_string();
