@@ -231,22 +231,28 @@ Result<Generation> Model::generate(std::string_view prompt, std::span<const Imag
 }
 
 Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens, int32_t first_row) {
-  Impl& m = *impl_;
+  GENIEX_TRY(impl_->check_tokens(tokens));
+  return impl_->logits(tokens, nullptr, first_row);
+}
+
+Result<std::vector<float>> Model::Impl::logits(std::span<const int32_t> tokens,
+                                               std::shared_ptr<const engine::PromptImages> images,
+                                               int32_t first_row) {
   if (tokens.empty()) return invalid_argument("logits: no tokens");
   if (first_row < 0 || static_cast<size_t>(first_row) >= tokens.size()) {
     return invalid_argument("logits: first_row " + std::to_string(first_row) + " outside the " +
                             std::to_string(tokens.size()) + " tokens");
   }
-  GENIEX_TRY(m.check_tokens(tokens));
-  if (static_cast<int64_t>(tokens.size()) > m.n_ctx) {
+  if (static_cast<int64_t>(tokens.size()) > n_ctx) {
     return out_of_range("logits: " + std::to_string(tokens.size()) +
-                        " tokens exceed the context size " + std::to_string(m.n_ctx));
+                        " tokens exceed the context size " + std::to_string(n_ctx));
   }
   GENIEX_ASSIGN_OR_RETURN(
       auto req, engine::Request::create(engine::Request::Kind::kLogits, tokens, GenerationConfig{},
-                                        *m.tok, static_cast<int32_t>(m.config.n_vocab)));
+                                        *tok, static_cast<int32_t>(config.n_vocab)));
   req->logits_from = first_row;
-  auto r = m.batch->submit(std::move(req));
+  req->set_images(std::move(images));
+  auto r = batch->submit(std::move(req));
   std::deque<engine::RequestEvent> events;
   while (r->wait_events(events)) events.clear();
   return r->logits_result();
@@ -305,19 +311,7 @@ Result<std::vector<float>> Model::logits(std::string_view prompt, std::span<cons
   }
   GENIEX_ASSIGN_OR_RETURN(auto ids, m.image_text_ids(prompt, images.size(), !has_bos, true));
   GENIEX_ASSIGN_OR_RETURN(auto p, m.image_prompt(ids, images));
-  if (first_row < 0 || static_cast<size_t>(first_row) >= p.keys.size()) {
-    return invalid_argument("logits: first_row " + std::to_string(first_row) + " outside the " +
-                            std::to_string(p.keys.size()) + " prompt tokens");
-  }
-  GENIEX_ASSIGN_OR_RETURN(
-      auto req, engine::Request::create(engine::Request::Kind::kLogits, p.keys, GenerationConfig{},
-                                        tok, static_cast<int32_t>(m.config.n_vocab)));
-  req->logits_from = first_row;
-  req->set_images(std::move(p.images));
-  auto r = m.batch->submit(std::move(req));
-  std::deque<engine::RequestEvent> events;
-  while (r->wait_events(events)) events.clear();
-  return r->logits_result();
+  return m.logits(p.keys, std::move(p.images), first_row);
 }
 
 Status Model::Impl::no_images_error() const {

@@ -77,6 +77,11 @@ struct Model::Impl {
   /// per image, into the request's prompt.
   Result<engine::ImagePrompt> image_prompt(std::span<const int32_t> ids,
                                            std::span<const Image> images);
+  /// Runs a logits request over `tokens` (token ids, or image keys where `images` gives rows):
+  /// rows first_row .. end, n_vocab floats each.
+  Result<std::vector<float>> logits(std::span<const int32_t> tokens,
+                                    std::shared_ptr<const engine::PromptImages> images,
+                                    int32_t first_row);
   /// Runs a generate request over `prompt` (token ids, or image keys where `images` gives rows).
   Result<Generation> generate(std::span<const int32_t> prompt,
                               std::shared_ptr<const engine::PromptImages> images,
