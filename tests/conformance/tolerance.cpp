@@ -173,6 +173,24 @@ const Row kRows[] = {
   {"npu_qnn", "Add", kF32F16, "", kMaxRel, 2e-3,
    "fp16 operands and sum, each off by up to half an fp16 ulp (measured <= 6.0e-4)"},
   {"npu_qnn", "Mul", kF32F16, "", kMaxRel, 2e-3, "fp16 operands and product (measured <= 5.9e-4)"},
+  {"npu_qnn", "Embedding", kF32F16, "", kNmse, 1e-6,
+   "Gather of a static table held in fp16 (measured <= 5.9e-8 from F32, ~1e-14 from F16)"},
+  {"npu_qnn", "Rope", kF32, "", kNmse, 1e-6,
+   "x * cos + rot(x) * sin in fp16; cos / sin from the host in double (measured <= 1.5e-7)"},
+  {"npu_qnn", "Attention", kF32F16, "", kNmse, 1e-4,
+   "fp16 q.k, softmax and p.v; host-built mask and gathered rows (measured <= 2.9e-6, "
+   "1.3e-5 on Gemma 3's d = 256 decode)"},
+  {"npu_qnn", "CacheWrite", kF32F16, "", kExact, 0,
+   "the host writes the rows, rounding to F16 as the reference (RNE)"},
+  {"npu_qnn", "Softmax", kF32, "", kNmse, 1e-5, "fp16 Softmax with beta = scale (measured <= 2.1e-6)"},
+  {"npu_qnn", "Silu", kF32, "", kNmse, 1e-6, "x * Sigmoid(x) in fp16 (measured <= 3.8e-7)"},
+  {"npu_qnn", "Scale", kF32, "", kNmse, 1e-6, "fp16 multiply (measured <= 1.8e-7)"},
+  {"npu_qnn", "Softcap", kF32, "", kNmse, 1e-6, "cap * Tanh(x / cap) in fp16 (measured <= 2e-7)"},
+  {"npu_qnn", "Gelu", kF32, "", kNmse, 1e-6, "the tanh form from Tanh and multiplies in fp16 (measured <= 2.5e-7)"},
+  {"npu_qnn", "Glu", kF32, "", kNmse, 2e-6, "SiLU(gate) * up in fp16 (measured <= 3.5e-7)"},
+  {"npu_qnn", "Glu", kF32, "gelu", kNmse, 2e-6, "GELU-tanh(gate) * up in fp16 (measured <= 5.4e-7)"},
+  {"npu_qnn", "Reshape", kF32F16, "", kNmse, 1e-6, "values pass through fp16 (measured <= 8.8e-8)"},
+  {"npu_qnn", "GetRows", kF32, "", kNmse, 1e-6, "Gather; values pass through fp16 (measured <= 3.9e-8)"},
 };
 // clang-format on
 

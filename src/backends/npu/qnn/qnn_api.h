@@ -293,7 +293,19 @@ inline constexpr const char* kOpAdd = "ElementWiseAdd";
 inline constexpr const char* kOpMultiply = "ElementWiseMultiply";
 inline constexpr const char* kOpFullyConnected = "FullyConnected";
 inline constexpr const char* kOpRmsNorm = "RmsNorm";
+inline constexpr const char* kOpReshape = "Reshape";
+inline constexpr const char* kOpTranspose = "Transpose";
+inline constexpr const char* kOpMatMul = "MatMul";
+inline constexpr const char* kOpGather = "Gather";
+inline constexpr const char* kOpSoftmax = "Softmax";
+inline constexpr const char* kOpSigmoid = "Sigmoid";
+inline constexpr const char* kOpTanh = "Tanh";
 inline constexpr const char* kParamEpsilon = "epsilon";
 inline constexpr const char* kParamAxes = "axes";
+inline constexpr const char* kParamAxis = "axis";  // Gather (int32), Softmax (uint32)
+inline constexpr const char* kParamBeta = "beta";  // Softmax: softmax(beta * x)
+inline constexpr const char* kParamPerm = "perm";  // Transpose (uint32 tensor)
+inline constexpr const char* kParamTransposeIn0 = "transpose_in0";  // MatMul (bool)
+inline constexpr const char* kParamTransposeIn1 = "transpose_in1";
 
 }  // namespace geniex::npu_qnn::api

@@ -63,13 +63,27 @@ constexpr uint64_t bit(GgmlType t) { return uint64_t{1} << static_cast<uint32_t>
 
 void fill_caps(Device& d) {
   const uint64_t f32 = bit(GgmlType::kF32);
-  // Weights (MatMul, and Add / Mul / RmsNorm constants) are F32 or F16, computed in fp16.
+  // Weights (MatMul, Embedding, and Add / Mul / RmsNorm constants) and KV states are F32 or
+  // F16, computed in fp16. Every op kind of the ABI is lowered (quantized weights and caches
+  // are not: the int8 / int16 HTP path is not done).
   const uint64_t weights = f32 | bit(GgmlType::kF16);
   d.op_caps = {
+      {GENIEX_NPU_OP_EMBEDDING, weights},  // table F32 / F16
       {GENIEX_NPU_OP_MATMUL, weights},
       {GENIEX_NPU_OP_RMS_NORM, f32},
-      {GENIEX_NPU_OP_ADD, f32},
+      {GENIEX_NPU_OP_ROPE, f32},
+      {GENIEX_NPU_OP_ATTENTION, weights},  // k / v F32 / F16
+      {GENIEX_NPU_OP_SOFTMAX, f32},
+      {GENIEX_NPU_OP_GELU, f32},
+      {GENIEX_NPU_OP_SILU, f32},
       {GENIEX_NPU_OP_MUL, f32},
+      {GENIEX_NPU_OP_ADD, f32},
+      {GENIEX_NPU_OP_SCALE, f32},
+      {GENIEX_NPU_OP_SOFTCAP, f32},
+      {GENIEX_NPU_OP_GLU, f32},
+      {GENIEX_NPU_OP_RESHAPE, f32},
+      {GENIEX_NPU_OP_GET_ROWS, f32},
+      {GENIEX_NPU_OP_CACHE_WRITE, weights},  // state F32 / F16
   };
   const auto& v = d.runtime->provider->api_version;
   d.device_name = "Hexagon v" + std::to_string(d.config.htp_arch) + " HTP, SoC " +

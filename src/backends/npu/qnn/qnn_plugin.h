@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "backends/npu/qnn/qnn_host.h"
 #include "backends/npu/qnn/qnn_runtime.h"
 #include "geniex/npu_plugin.h"
 
@@ -32,18 +34,54 @@ Result<Config> parse_config(const char* config);
 /// One tensor of a compiled graph that execute binds to a host buffer.
 struct IoTensor {
   uint32_t tensor_id = 0;      ///< the GenieX tensor id
-  uint64_t bytes = 0;          ///< exact host buffer size (F32)
+  uint64_t bytes = 0;          ///< exact host buffer size (F32 or I32: 4 bytes an element)
   api::Tensor qnn;             ///< as created (id filled by QNN); clientBuf set per execute
   std::vector<uint32_t> dims;  ///< storage `qnn.v1.dimensions` points into
   std::string name;            ///< storage `qnn.v1.name` points into
 };
 
-/// A compiled graph: its own context (freed on release) with one finalized graph.
+/// A graph input the plugin fills on the host before each execute (qnn_host.h: RoPE tables,
+/// attention masks, K / V rows gathered from a state), in creation order.
+struct HostInput {
+  std::unique_ptr<IoTensor> io;
+  std::vector<float> data;
+  std::function<Status(const Buffers&, float*)> fill;
+};
+
+/// A graph output only the plugin reads (a CacheWrite's new rows, scattered after execute).
+struct HostOutput {
+  std::unique_ptr<IoTensor> io;
+  std::vector<float> data;
+};
+
+/// After execute: CacheWrite's rows into its state (src from a caller input or a HostOutput).
+struct HostWrite {
+  KeyGather g;
+  uint32_t state_id = 0, slots_id = 0;
+  uint32_t src_input_id = 0;  ///< the caller's input buffer when src_output < 0
+  int src_output = -1;        ///< index into Compiled::host_outputs
+  std::string what;
+};
+
+/// Before execute: every value of an I32 input (Gather indices) must lie in [0, limit).
+struct IndexCheck {
+  uint32_t tensor_id = 0;
+  int64_t n = 0, limit = 0;
+  std::string what;
+};
+
+/// A compiled graph: its own context (freed on release) with one finalized graph, plus the host
+/// work around it. graph == nullptr when nothing is left for QNN (a lone CacheWrite).
 struct Compiled {
   api::Handle context = nullptr;
   api::Handle graph = nullptr;
-  std::vector<std::unique_ptr<IoTensor>> inputs;   ///< graph inputs, in creation order
+  std::vector<std::unique_ptr<IoTensor>> inputs;   ///< caller inputs, in creation order
   std::vector<std::unique_ptr<IoTensor>> outputs;  ///< graph outputs, in the host's order
+  std::vector<HostInput> host_inputs;
+  std::vector<HostOutput> host_outputs;
+  std::vector<HostWrite> writes;
+  std::vector<IndexCheck> index_checks;
+  uint32_t n_nodes = 0;  ///< QNN nodes added
 };
 
 /// An open device.

@@ -109,8 +109,15 @@ TEST_F(QnnRuntime, AnswersHonestlyPerOpAndType) {
   EXPECT_EQ(npu_->supports(c.g, mm16).level, Support::kNative);
   EXPECT_EQ(npu_->supports(c.g, norm).level, Support::kNative);
   EXPECT_EQ(npu_->supports(c.g, mmq).level, Support::kUnsupported);  // int8 path: not yet
-  EXPECT_EQ(npu_->supports(c.g, silu).level, Support::kUnsupported);
-  EXPECT_EQ(npu_->supports(c.g, soft).level, Support::kUnsupported);
+  EXPECT_EQ(npu_->supports(c.g, silu).level, Support::kNative);
+  EXPECT_EQ(npu_->supports(c.g, soft).level, Support::kNative);
+  // Not in the plugin ABI: always elsewhere.
+  EXPECT_EQ(npu_->supports(c.g, add(c.g, OpKind::kGeluErf, {x})).level, Support::kUnsupported);
+  // A quantized KV cache is refused by type.
+  const NodeId kq = c.state(make_desc(GgmlType::kQ8_0, 64, 1, 4), "kq");
+  const NodeId kw = add(c.g, OpKind::kCacheWrite,
+                        {kq, c.input(make_desc(kF32, 64, 1, 1).ne), c.ints({0}, "slots")});
+  EXPECT_EQ(npu_->supports(c.g, kw).level, Support::kUnsupported);
   Problem seven;
   seven.g.set_batch_tokens(7);
   const NodeId a = seven.input(make_desc(kF32, 16, 7).ne);
@@ -146,9 +153,15 @@ TEST_F(QnnRuntime, AGraphItCannotLowerIsRefusedAndTheBackendStaysUsable) {
   Problem bad;
   bad.g.set_batch_tokens(1);
   const NodeId x = bad.input(make_desc(kF32, 64).ne);
-  bad.out = add(bad.g, OpKind::kAdd, {x, add(bad.g, OpKind::kSilu, {x})});
+  OpParams eps;
+  eps.eps = 1e-6f;
+  // RmsNorm with a computed weight: every op kind is in the caps, but this cannot be lowered.
+  bad.out = add(bad.g, OpKind::kRmsNorm, {x, add(bad.g, OpKind::kSilu, {x})}, eps);
   const Outcome refused = run_problem(bad, npu_.get());
-  EXPECT_FALSE(refused.status.ok());
+  ASSERT_FALSE(refused.status.ok());
+  EXPECT_NE(refused.status.message().find("RmsNorm needs a constant [ne0] weight"),
+            std::string::npos)
+      << refused.status.to_string();
   Problem good;
   good.g.set_batch_tokens(1);
   const NodeId a = good.input(make_desc(kF32, 64).ne);
