@@ -55,6 +55,10 @@ Status Builder::build() {
     c_.graph = nullptr;
     return {};
   }
+  if (++dev_.finalizes == dev_.config.fail_finalize) {
+    return unimplemented("QnnGraph_finalize failed: forced by fail_finalize=" +
+                         std::to_string(dev_.config.fail_finalize) + " (test knob)");
+  }
   if (const auto e = fn_.graph_finalize(c_.graph, nullptr, nullptr); e != api::kSuccess) {
     return qnn_error("QnnGraph_finalize", e);
   }

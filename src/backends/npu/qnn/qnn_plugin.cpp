@@ -4,6 +4,7 @@
 // and no exception leaves the plugin.
 #include "backends/npu/qnn/qnn_plugin.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -56,6 +57,28 @@ geniex_npu_status guarded(char* msg, size_t size, Fn&& fn) {
   return npu_plugin::guarded(msg, size, "the QNN HTP plugin", to_code, std::forward<Fn>(fn));
 }
 
+// GenieX op names (graph/op.h) of the ABI's kinds, for refuse_ops.
+constexpr std::string_view kOpNames[GENIEX_NPU_OP_COUNT] = {
+    "Embedding", "MatMul", "RmsNorm", "Rope",    "Attention", "Softmax", "Gelu",    "Silu",
+    "Mul",       "Add",    "Scale",   "Softcap", "Glu",       "Reshape", "GetRows", "CacheWrite"};
+
+Result<std::vector<uint32_t>> parse_ops(std::string_view list) {
+  std::vector<uint32_t> kinds;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view name = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (name.empty()) continue;
+    const auto* it = std::find(std::begin(kOpNames), std::end(kOpNames), name);
+    if (it == std::end(kOpNames)) {
+      return invalid_argument("qnn plugin config: refuse_ops names an unknown op '" +
+                              std::string(name) + "' (ops: Embedding, MatMul, ... CacheWrite)");
+    }
+    kinds.push_back(static_cast<uint32_t>(it - std::begin(kOpNames)));
+  }
+  return kinds;
+}
+
 Device* dev_of(geniex_npu_device* d) { return reinterpret_cast<Device*>(d); }
 Compiled* compiled_of(geniex_npu_compiled* c) { return reinterpret_cast<Compiled*>(c); }
 
@@ -85,6 +108,10 @@ void fill_caps(Device& d) {
       {GENIEX_NPU_OP_GET_ROWS, f32},
       {GENIEX_NPU_OP_CACHE_WRITE, weights},  // state F32 / F16
   };
+  std::erase_if(d.op_caps, [&](const geniex_npu_op_cap& c) {
+    return std::find(d.config.refuse_ops.begin(), d.config.refuse_ops.end(), c.kind) !=
+           d.config.refuse_ops.end();
+  });
   const auto& v = d.runtime->provider->api_version;
   d.device_name = "Hexagon v" + std::to_string(d.config.htp_arch) + " HTP, SoC " +
                   std::to_string(d.config.soc_model) + ", fp16; QNN core API " +
@@ -208,9 +235,14 @@ Result<Config> parse_config(const char* config) {
       cfg.log_level = static_cast<uint32_t>(v);
     } else if (key == "memory") {
       GENIEX_ASSIGN_OR_RETURN(cfg.memory_bytes, parse_uint(key, value, 1));
+    } else if (key == "refuse_ops") {
+      GENIEX_ASSIGN_OR_RETURN(cfg.refuse_ops, parse_ops(value));
+    } else if (key == "fail_finalize") {
+      GENIEX_ASSIGN_OR_RETURN(cfg.fail_finalize, parse_uint(key, value, 0));
     } else {
       return invalid_argument("qnn plugin config: unknown key '" + std::string(key) +
-                              "' (known: qnn_lib_dir, soc_model, htp_arch, qnn_log_level, memory)");
+                              "' (known: qnn_lib_dir, soc_model, htp_arch, qnn_log_level, memory, "
+                              "refuse_ops, fail_finalize)");
     }
   }
   return cfg;

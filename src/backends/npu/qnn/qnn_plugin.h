@@ -26,6 +26,12 @@ struct Config {
   uint32_t htp_arch = 73;   ///< htp_arch=v73 | 73 (Hexagon architecture: 68..81)
   uint32_t log_level = 1;   ///< qnn_log_level=1..5 (QNN's own log; 1: errors)
   uint64_t memory_bytes = 1ull << 30;  ///< memory=<n>[K|M|G], the budget caps report
+  /// refuse_ops=<op>,<op>...: op kinds left out of the caps (by GenieX name, e.g. Attention), so
+  /// the scheduler places stages with them elsewhere.
+  std::vector<uint32_t> refuse_ops;
+  /// fail_finalize=N (a test knob): the device's Nth graph finalize fails, as a real QNN finalize
+  /// failure would (that stage falls back at run time). 0: never.
+  uint64_t fail_finalize = 0;
 };
 
 /// Parses `config` (may be null). Unknown keys and bad values are kInvalidArgument.
@@ -93,6 +99,7 @@ struct Device {
   geniex_npu_caps caps{};
   std::string device_name;   ///< caps.device_name's storage: target, SoC, runtime version
   uint64_t graphs_made = 0;  ///< names graphs uniquely within the process's contexts
+  uint64_t finalizes = 0;    ///< graph finalizes attempted (fail_finalize counts them)
 };
 
 /// Translates `desc` into a QNN graph in a fresh context and finalizes it. kUnimplemented for an

@@ -172,5 +172,23 @@ TEST_F(QnnRuntime, AGraphItCannotLowerIsRefusedAndTheBackendStaysUsable) {
   EXPECT_LE(nmse(got.out, want.out), 1e-5);
 }
 
+// Gemma 3's per-head q / k norm: RmsNorm over ne0 = 16 of [16, 4, 128] (HTP's RmsNorm over the
+// last axis of a rank-4 tensor was wrong, NMSE 0.5; the plugin normalizes rows of a rank-2 view).
+TEST_F(QnnRuntime, PerHeadRmsNormOfA3dTensor) {
+  Problem c;
+  c.seed = 3;
+  c.g.set_batch_tokens(128);
+  OpParams eps;
+  eps.eps = 1e-6f;
+  const NodeId x = c.input(make_desc(kF32, 16, 4, 128).ne, 3.0f);
+  c.out = add(c.g, OpKind::kRmsNorm, {x, c.weight(kF32, 16, 1, 1.0f)}, eps);
+  const Outcome got = run_problem(c, npu_.get());
+  const Outcome want = run_problem(c, nullptr);
+  ASSERT_TRUE(got.status.ok()) << got.status.to_string();
+  const double e = nmse(got.out, want.out);
+  std::printf("[ err ] per-head rms_norm [16, 4, 128] nmse %.3g\n", e);
+  EXPECT_LE(e, 1e-6);
+}
+
 }  // namespace
 }  // namespace geniex::backends::qnn_test
