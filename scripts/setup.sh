@@ -210,6 +210,33 @@ log "llama.cpp judge tools"
 bash "$ROOT/scripts/build_llamacpp.sh" 2> >(tee -a "$LOG" >&2) >>"$LOG"
 
 # ---------------------------------------------------------------------------------------------
+# The Python package `geniex` (pyproject.toml, bindings/python) installed into the venv: proves
+# `pip install .` and gives `import geniex` outside the tree. No build isolation: the venv has the
+# pinned nanobind / scikit-build-core (requirements-dev.txt). Warnings are errors as in the
+# release preset (same flags, so ccache serves both builds). Skipped when nothing it builds from
+# changed since the last install. (scripts/test.sh imports the build tree's copy instead.)
+# ---------------------------------------------------------------------------------------------
+STEP="pip install . (the geniex Python package)"
+PKG_STAMP="$VENV/.geniex-package.sha256"
+pkg_hash="$( (git -C "$ROOT" rev-parse HEAD 2>/dev/null || true
+  git -C "$ROOT" status --porcelain --untracked-files=all -- src include bindings tools cmake \
+    CMakeLists.txt pyproject.toml 2>/dev/null || true
+  git -C "$ROOT" diff HEAD -- src include bindings tools cmake CMakeLists.txt pyproject.toml \
+    2>/dev/null || true) | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$PKG_STAMP" ]] || [[ "$(cat "$PKG_STAMP")" != "$pkg_hash" ]] ||
+  ! "$PY" -c 'import geniex' >/dev/null 2>&1; then
+  log "pip install --no-build-isolation . (geniex)"
+  echo "setup: building and installing the geniex Python package into .venv" >&2
+  # CC/CXX as CMake picks them for the presets (scikit-build-core would take Python's gcc/g++,
+  # another compiler name for ccache).
+  CC="${CC:-cc}" CXX="${CXX:-c++}" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+    "$PY" -m pip install -q --disable-pip-version-check --no-input --no-build-isolation --no-deps \
+    --config-settings=cmake.define.GENIEX_WERROR=ON "$ROOT" >>"$LOG" 2>&1
+  (cd /tmp && "$PY" -c 'import geniex') >>"$LOG" 2>&1
+  echo "$pkg_hash" >"$PKG_STAMP"
+fi
+
+# ---------------------------------------------------------------------------------------------
 # Configure + build the release preset.
 # ---------------------------------------------------------------------------------------------
 if ((BUILD)); then

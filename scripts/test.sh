@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test of the release build: ctest (C++ unit tests) and pytest (tests/python).
+# Runs every test of the release build: ctest (C++ unit tests) and pytest (tests/python; the
+# geniex Python package is imported from the build tree, build/release/python).
 #
 #   scripts/test.sh [PYTEST_ARGS...]
 #
@@ -16,7 +17,10 @@ if [[ ! -x "$PY" ]]; then
   exit 2
 fi
 
-if [[ ! -f build/release/CMakeCache.txt ]]; then
+# Configure when there is no build yet, or when it predates the Python package (GENIEX_BUILD_PYTHON,
+# set by the preset): the tests import geniex from build/release/python.
+if [[ ! -f build/release/CMakeCache.txt ]] ||
+  ! grep -q '^GENIEX_BUILD_PYTHON:BOOL=ON$' build/release/CMakeCache.txt; then
   cmake --preset release || exit $?
 fi
 echo "== build (release)"
@@ -28,8 +32,9 @@ ctest --preset release
 ctest_rc=$?
 
 echo
-echo "== pytest tests/python (GENIEX_BUILD_DIR=build/release)"
-GENIEX_BUILD_DIR="$ROOT/build/release" "$PY" -m pytest -p no:cacheprovider -ra tests/python "$@"
+echo "== pytest tests/python (GENIEX_BUILD_DIR=build/release, geniex from build/release/python)"
+PYTHONPATH="$ROOT/build/release/python${PYTHONPATH:+:$PYTHONPATH}" \
+  GENIEX_BUILD_DIR="$ROOT/build/release" "$PY" -m pytest -p no:cacheprovider -ra tests/python "$@"
 pytest_rc=$?
 if [[ $pytest_rc -eq 5 ]]; then
   echo "test.sh: pytest collected no tests under tests/python: that is a failure" >&2

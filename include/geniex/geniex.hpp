@@ -12,6 +12,7 @@
 // Callbacks run on the calling thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -105,7 +106,7 @@ enum class StopReason {
   kEndOfGeneration,  ///< the model emitted an end-of-generation token
   kMaxTokens,        ///< max_tokens reached
   kStopString,       ///< one of GenerationConfig::stop appeared (it is not part of the text)
-  kCancelled,        ///< the token callback returned false
+  kCancelled,        ///< the token callback returned false, or GenerationConfig::cancel fired
   kContextFull,      ///< the context window has no room for another token
 };
 
@@ -123,6 +124,19 @@ struct TokenLogprob {
 struct TokenLogprobs {
   TokenLogprob chosen;
   std::vector<TokenLogprob> top;  ///< GenerationConfig::logprobs entries, most likely first
+};
+
+/// Stops generations from any thread: cancel() makes every generation whose
+/// GenerationConfig::cancel points here end at its next step with StopReason::kCancelled, during
+/// the prompt's prefill (checked per chunk) as well as between generated tokens. Shared by the
+/// caller and the engine; once cancelled it stays cancelled (use a fresh token per call).
+class CancelToken {
+ public:
+  void cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  [[nodiscard]] bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> cancelled_{false};
 };
 
 /// Sampling and stopping for one generation. Defaults are llama.cpp's.
@@ -163,6 +177,10 @@ struct GenerationConfig {
   /// far (cached ones included) and the prompt's length; the last call has done == total.
   /// Optional (progress bars for long prompts).
   std::function<void(int32_t done, int32_t total)> on_prefill_progress;
+  /// Cancels the generation from another thread (a watcher, a UI, a signal handler's helper):
+  /// checked before each prefill chunk and each token; the result keeps the text and tokens
+  /// made so far. Optional.
+  std::shared_ptr<const CancelToken> cancel;
 };
 
 /// Speed of one generation.

@@ -76,7 +76,10 @@ class Request {
   void set_images(std::shared_ptr<const PromptImages> images);
   [[nodiscard]] bool done() const { return done_.load(); }
   [[nodiscard]] int32_t next_token() const { return next_token_; }
-  [[nodiscard]] bool cancel_requested() const { return cancel_.load(); }
+  /// The caller cancelled: its callback returned false or config.cancel fired.
+  [[nodiscard]] bool cancel_requested() const {
+    return cancel_.load() || (config.cancel && config.cancel->cancelled());
+  }
 
   // ---- caller thread ---------------------------------------------------------------------------
   /// Waits for events (or the end); returns false when the request is over and drained.
