@@ -31,6 +31,7 @@ struct V {
   static void dacc(D* acc, R e) { acc[0] += e; }
   static double dsum(const D* acc) { return acc[0] + acc[1]; }
   static R mul(R a, R b) { return a * b; }
+  static R max(R a, R b) { return a > b ? a : b; }
   static R fma(R a, R b, R c) { return a * b + c; }
   static float hsum(R a) { return a; }
   static void hsum4(const R* a, float* out) { std::copy(a, a + 4, out); }
@@ -50,8 +51,10 @@ struct V {
 }  // namespace scalar
 
 const Kernels& scalar_kernels() {
-  static const Kernels k{scalar::attn_dots_f32,     scalar::attn_dots_f16,    scalar::attn_pv_f32,
-                         scalar::attn_pv_f16,       scalar::attn_softmax_exp, scalar::attn_scale,
+  static const Kernels k{scalar::attn_dots_f32,     scalar::attn_dots_f16,
+                         scalar::attn_pv_f32,       scalar::attn_pv_f16,
+                         scalar::attn_softmax_exp,  scalar::attn_scale,
+                         scalar::attn_dense_scores, scalar::attn_row_max,
                          scalar::attn_dequant_q8_0, scalar::attn_dequant_q4_0};
   return k;
 }

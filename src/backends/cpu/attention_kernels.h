@@ -15,6 +15,8 @@ namespace geniex::backends::cpu::attn {
 
 /// Rows of queries / probabilities are processed in blocks of at most this many.
 inline constexpr int kMaxRows = 4;
+/// Keys per panel of a K packed for dense_scores (op_attention_dense.cpp).
+inline constexpr int64_t kDenseKeys = 64;
 
 struct Kernels {
   /// s[r * s_stride + m] = sum_i q[r * n + i] * row[i] with row = k + int64_t(keys[m]) * k_stride,
@@ -37,6 +39,15 @@ struct Kernels {
   double (*softmax_exp)(float* s, int64_t n, float mx);
   /// x[i] *= mul, then, if round_f16, x[i] = f16 round-to-nearest-even of x[i] (as fp32_to_fp16).
   void (*scale)(float* x, int64_t n, float mul, bool round_f16);
+  /// Dense scores over K packed in panels of kDenseKeys keys (panel b, element i, key j at
+  /// kp[(b * n + i) * kDenseKeys + j]): s[r * s_stride + m] = (sum over i < n, in order, of
+  /// q[r * n + i] * key m's element i) * mul, for r < nr (1 <= nr <= kMaxRows) and every m of
+  /// the n_panels panels. Each sum is one multiply-add chain over i, so its bits depend only on
+  /// its query row and key.
+  void (*dense_scores)(const float* q, int nr, int64_t n, const float* kp, int64_t n_panels,
+                       float mul, float* s, int64_t s_stride);
+  /// The largest of x[0 .. n) (n >= 1).
+  float (*row_max)(const float* x, int64_t n);
   /// n elements (whole 32-element blocks) of Q8_0 / Q4_0 to f32, bit-identical to
   /// quant::dequantize_row (each value is float(q) * d, one rounding).
   void (*dequant_q8_0)(const uint8_t* src, float* dst, int64_t n);

@@ -3,8 +3,8 @@
 // empty) and a struct V with:
 //   W (lanes), CV (vectors per row in pv's column block), R (register type),
 //   zero(), set1(f), load(const float*), load(const uint16_t*), store(float*, R), add(a, b),
-//   mul(a, b), fma(a, b, c) = a * b + c, hsum(a), hsum4(const R[4], float[4]) (four hsums),
-//   round_f16(a), sub(a, b), exp(a) (kernels/exp_simd.h), D (a vector of doubles), dzero(),
+//   mul(a, b), max(a, b), fma(a, b, c) = a * b + c, hsum(a), hsum4(const R[4], float[4]) (four
+//   hsums), round_f16(a), sub(a, b), exp(a) (kernels/exp_simd.h), D (a vector of doubles), dzero(),
 //   dacc(D[2], R) (adds R's lanes, widened, to the two D), dsum(const D[2]) (all their lanes),
 //   load_i8(const int8_t*) (W int8 values as floats; W divides 32),
 //   unpack_q4(const uint8_t* qs16, int8_t* out32) (Q4_0 nibbles: out[j] = (qs[j] & 15) - 8,
@@ -225,6 +225,64 @@ ATTN_TARGET void attn_pv_f16(const float* p, int64_t ps, int nr, const float* ke
                              int64_t m1, const uint16_t* v, int64_t vs, int64_t n, float* acc,
                              int64_t as) {
   attn_pv(p, ps, nr, keys, m0, m1, v, vs, n, acc, as);
+}
+
+// Dense scores of NR query rows against every panel of a packed K (Kernels::dense_scores): per
+// step of CV vectors of keys, NR x CV accumulators, each one multiply-add chain over the
+// elements in order (a broadcast query element times a vector of keys), then times mul.
+template <int NR>
+ATTN_TARGET void attn_dense_rows(const float* q, int64_t n, const float* kp, int64_t n_panels,
+                                 float mul, float* s, int64_t ss) {
+  constexpr int kC = V::CV;
+  constexpr int64_t kStep = kC * V::W;
+  static_assert(kDenseKeys % kStep == 0, "a panel holds whole steps");
+  const typename V::R scale = V::set1(mul);
+  for (int64_t b = 0; b < n_panels; ++b) {
+    const float* panel = kp + b * n * kDenseKeys;
+    for (int64_t j0 = 0; j0 < kDenseKeys; j0 += kStep) {
+      typename V::R a[NR][kC];
+      for (int r = 0; r < NR; ++r) {
+        for (int c = 0; c < kC; ++c) a[r][c] = V::zero();
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        const float* row = panel + i * kDenseKeys + j0;
+        typename V::R kv[kC];
+        for (int c = 0; c < kC; ++c) kv[c] = V::load(row + c * V::W);
+        for (int r = 0; r < NR; ++r) {
+          const typename V::R qv = V::set1(q[r * n + i]);
+          for (int c = 0; c < kC; ++c) a[r][c] = V::fma(qv, kv[c], a[r][c]);
+        }
+      }
+      float* out = s + b * kDenseKeys + j0;
+      for (int r = 0; r < NR; ++r) {
+        for (int c = 0; c < kC; ++c) V::store(out + r * ss + c * V::W, V::mul(a[r][c], scale));
+      }
+    }
+  }
+}
+
+ATTN_TARGET void attn_dense_scores(const float* q, int nr, int64_t n, const float* kp,
+                                   int64_t n_panels, float mul, float* s, int64_t ss) {
+  switch (nr) {
+    case 1: attn_dense_rows<1>(q, n, kp, n_panels, mul, s, ss); break;
+    case 2: attn_dense_rows<2>(q, n, kp, n_panels, mul, s, ss); break;
+    case 3: attn_dense_rows<3>(q, n, kp, n_panels, mul, s, ss); break;
+    default: attn_dense_rows<4>(q, n, kp, n_panels, mul, s, ss); break;
+  }
+}
+
+ATTN_TARGET float attn_row_max(const float* x, int64_t n) {
+  float best = x[0];
+  int64_t i = 0;
+  if (n >= V::W) {
+    typename V::R m = V::load(x);
+    for (i = V::W; i + V::W <= n; i += V::W) m = V::max(m, V::load(x + i));
+    float lanes[V::W];
+    V::store(lanes, m);
+    best = *std::max_element(lanes, lanes + V::W);
+  }
+  for (; i < n; ++i) best = std::max(best, x[i]);
+  return best;
 }
 
 // One 32-element block of int8 values times its f16 scale, as float(q) * d.

@@ -36,6 +36,7 @@ struct V {
   }
   static double dsum(const D* acc) { return vaddvq_f64(vaddq_f64(acc[0], acc[1])); }
   static R mul(R a, R b) { return vmulq_f32(a, b); }
+  static R max(R a, R b) { return vmaxq_f32(a, b); }
   static R fma(R a, R b, R c) { return vfmaq_f32(c, a, b); }
   static float hsum(R a) { return vaddvq_f32(a); }
   static void hsum4(const R* a, float* out) {
@@ -64,7 +65,8 @@ struct V {
 const Kernels& neon_kernels() {
   static const Kernels k{neon::attn_dots_f32,     neon::attn_dots_f16,    neon::attn_pv_f32,
                          neon::attn_pv_f16,       neon::attn_softmax_exp, neon::attn_scale,
-                         neon::attn_dequant_q8_0, neon::attn_dequant_q4_0};
+                         neon::attn_dense_scores, neon::attn_row_max,     neon::attn_dequant_q8_0,
+                         neon::attn_dequant_q4_0};
   return k;
 }
 

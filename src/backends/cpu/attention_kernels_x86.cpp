@@ -65,6 +65,7 @@ struct V {
     return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
   }
   ATTN_TARGET static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
+  ATTN_TARGET static R max(R a, R b) { return _mm256_max_ps(a, b); }
   ATTN_TARGET static R fma(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
   ATTN_TARGET static float hsum(R a) {
     const __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
@@ -124,6 +125,7 @@ struct V {
     return _mm_cvtsd_f64(_mm_add_sd(t, _mm_unpackhi_pd(t, t)));
   }
   ATTN_TARGET static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
+  ATTN_TARGET static R max(R a, R b) { return _mm512_max_ps(a, b); }
   ATTN_TARGET static R fma(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   ATTN_TARGET static float hsum(R a) { return _mm512_reduce_add_ps(a); }
   ATTN_TARGET static __m256 fold(R a) {
@@ -174,13 +176,16 @@ struct V {
 const Kernels& avx2_kernels() {
   static const Kernels k{avx2::attn_dots_f32,     avx2::attn_dots_f16,    avx2::attn_pv_f32,
                          avx2::attn_pv_f16,       avx2::attn_softmax_exp, avx2::attn_scale,
-                         avx2::attn_dequant_q8_0, avx2::attn_dequant_q4_0};
+                         avx2::attn_dense_scores, avx2::attn_row_max,     avx2::attn_dequant_q8_0,
+                         avx2::attn_dequant_q4_0};
   return k;
 }
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{avx512::attn_dots_f32,     avx512::attn_dots_f16,    avx512::attn_pv_f32,
-                         avx512::attn_pv_f16,       avx512::attn_softmax_exp, avx512::attn_scale,
+  static const Kernels k{avx512::attn_dots_f32,     avx512::attn_dots_f16,
+                         avx512::attn_pv_f32,       avx512::attn_pv_f16,
+                         avx512::attn_softmax_exp,  avx512::attn_scale,
+                         avx512::attn_dense_scores, avx512::attn_row_max,
                          avx512::attn_dequant_q8_0, avx512::attn_dequant_q4_0};
   return k;
 }

@@ -145,6 +145,15 @@ inline int64_t split_chunks(const Problem& pb, int64_t n, int nt) {
   return std::max<int64_t>(1, std::min(n / kMinChunk, (target + pb.n_kv_head - 1) / pb.n_kv_head));
 }
 
+/// Fewest keys for the dense schedule.
+constexpr int64_t kDenseMinKeys = 256;
+
+/// Whether the dense schedule (op_attention_dense.cpp) takes the problem: non-causal, no window,
+/// no soft-cap, F32 K and V, no paging, at least kDenseMinKeys keys, every key slot filled.
+bool dense_eligible(const Problem& pb);
+/// The dense schedule: K packed once per kv head, scores as an outer-product GEMM.
+void run_dense(const Problem& pb, ThreadPool& pool, Scratch& scratch);
+
 /// Q8_0 / Q4_0 K and V (op_attention_blocks.cpp): the tiled schedule, and the split schedule
 /// over nt threads.
 void run_blocks_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch);

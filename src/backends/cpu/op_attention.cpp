@@ -22,7 +22,8 @@
 // layout costs nothing beyond the gather and gives the same bits as the contiguous one. Rows and
 // segments are validated (kOutOfRange) before anything is read.
 //
-// Two schedules:
+// Two schedules (and a third for long non-causal problems where every key is visible to every
+// query, over F32 K and V: op_attention_dense.cpp's):
 // * tiled (prefill, and a batched decode step): a task is (kv head, tile of queries); all query
 //   heads of the kv head for the tile's tokens share every K/V row read. Scores, softmax and p.v
 //   run in the task. A tile never spans two segments (sequences), so it reads only its own keys.
@@ -383,6 +384,10 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
   const int nt = pool.size();
   if (scratch.per_thread.size() < sz(nt) + 1) scratch.per_thread.resize(sz(nt) + 1);
   if (scratch.masks.size() < sz(nt) + 1) scratch.masks.resize(sz(nt) + 1);
+  if (!blocks && dense_eligible(pb)) {  // before the split choice: any number of queries
+    run_dense(pb, pool, scratch);
+    return {};
+  }
   const int64_t tile = std::max<int64_t>(1, kTileRows / pb.group);
   const int64_t tiled_tasks = n_kv_head * ((n_q + tile - 1) / tile);
   // Queries of several sequences (a batched decode step) go to the tiled schedule, one tile per
