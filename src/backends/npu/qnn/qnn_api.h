@@ -211,6 +211,13 @@ using BackendFreeFn = ErrorHandle (*)(Handle backend);
 using ContextCreateFn = ErrorHandle (*)(Handle backend, Handle device, const void** config,
                                         Handle* context);
 using ContextFreeFn = ErrorHandle (*)(Handle context, Handle profile);
+using ContextGetBinarySizeFn = ErrorHandle (*)(Handle context, uint64_t* size);
+using ContextGetBinaryFn = ErrorHandle (*)(Handle context, void* buffer, uint64_t size,
+                                           uint64_t* written);
+using ContextCreateFromBinaryFn = ErrorHandle (*)(Handle backend, Handle device,
+                                                  const void** config, const void* binary,
+                                                  uint64_t size, Handle* context, Handle profile);
+using GraphRetrieveFn = ErrorHandle (*)(Handle context, const char* name, Handle* graph);
 using GraphCreateFn = ErrorHandle (*)(Handle context, const char* name, const GraphConfig** config,
                                       Handle* graph);
 using GraphAddNodeFn = ErrorHandle (*)(Handle graph, OpConfig op);
@@ -238,16 +245,16 @@ struct InterfaceTable {
   BackendFreeFn backend_free;
   ContextCreateFn context_create;
   AnyFn context_set_config;
-  AnyFn context_get_binary_size;
-  AnyFn context_get_binary;
-  AnyFn context_create_from_binary;
+  ContextGetBinarySizeFn context_get_binary_size;
+  ContextGetBinaryFn context_get_binary;
+  ContextCreateFromBinaryFn context_create_from_binary;
   ContextFreeFn context_free;
   GraphCreateFn graph_create;
   AnyFn graph_create_subgraph;
   AnyFn graph_set_config;
   GraphAddNodeFn graph_add_node;
   GraphFinalizeFn graph_finalize;
-  AnyFn graph_retrieve;
+  GraphRetrieveFn graph_retrieve;
   GraphExecuteFn graph_execute;
   AnyFn graph_execute_async;
   AnyFn tensor_create_context_tensor;

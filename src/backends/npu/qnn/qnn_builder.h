@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/npu/qnn/qnn_plugin.h"
@@ -30,12 +31,21 @@ using Dims = std::vector<uint32_t>;
 
 class Builder {
  public:
-  Builder(Device& dev, const geniex_npu_graph& desc, Compiled& c)
-      : dev_(dev), fn_(dev.htp->fn()), desc_(desc), c_(c) {}
+  /// `dry`: make the Compiled's host-side structure only (tensors, host work) without QNN calls,
+  /// for a graph restored from the context-binary cache.
+  Builder(Device& dev, const geniex_npu_graph& desc, Compiled& c, std::string graph_name,
+          bool dry = false)
+      : dev_(dev),
+        fn_(dev.htp->fn()),
+        desc_(desc),
+        c_(c),
+        graph_name_(std::move(graph_name)),
+        dry_(dry) {}
   Status build();
 
  private:
   // ---- plumbing (qnn_graph.cpp) ----
+  Status collect_outputs();
   static Dims qnn_dims(const geniex_npu_tensor& t);
   static uint64_t elements(const Dims& d);
   std::unique_ptr<IoTensor> io_of(uint32_t id, const Made& m);
@@ -91,6 +101,8 @@ class Builder {
   const api::InterfaceTable& fn_;
   const geniex_npu_graph& desc_;
   Compiled& c_;
+  std::string graph_name_;
+  bool dry_ = false;
   std::map<uint32_t, const geniex_npu_tensor*> by_id_;
   std::map<uint32_t, uint32_t> wanted_;  // output tensor id -> index in desc.outputs
   std::map<uint32_t, Made*> made_;       // GenieX tensor id -> its QNN tensor

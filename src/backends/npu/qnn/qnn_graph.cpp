@@ -4,10 +4,12 @@
 // and computed in fp16 (the HTP graph precision config); F16 / F32 weights become static tensors.
 // This file: the builder's tensor plumbing and driver, compile / execute / release.
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "backends/npu/qnn/qnn_builder.h"
+#include "backends/npu/qnn/qnn_cache.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
 
@@ -22,6 +24,10 @@ Status Builder::build() {
   }
   for (uint32_t i = 0; i < desc_.n_tensors; ++i) by_id_[desc_.tensors[i].id] = &desc_.tensors[i];
   for (uint32_t i = 0; i < desc_.n_outputs; ++i) wanted_[desc_.outputs[i]] = i;
+  if (dry_) {
+    for (uint32_t i = 0; i < desc_.n_ops; ++i) GENIEX_TRY(add_op(desc_.ops[i]));
+    return collect_outputs();
+  }
   if (const auto e =
           fn_.context_create(dev_.htp->backend(), dev_.htp->device(), nullptr, &c_.context);
       e != api::kSuccess) {
@@ -33,22 +39,12 @@ Status Builder::build() {
   precision.precision = api::kPrecisionFloat16;
   api::GraphConfig config{0, &precision};
   const api::GraphConfig* configs[] = {&config, nullptr};
-  const std::string gname = "geniex_" + std::to_string(++dev_.graphs_made);
-  if (const auto e = fn_.graph_create(c_.context, gname.c_str(), configs, &c_.graph);
+  if (const auto e = fn_.graph_create(c_.context, graph_name_.c_str(), configs, &c_.graph);
       e != api::kSuccess) {
     return qnn_error("QnnGraph_create (fp16 precision)", e);
   }
   for (uint32_t i = 0; i < desc_.n_ops; ++i) GENIEX_TRY(add_op(desc_.ops[i]));
-  c_.outputs.resize(desc_.n_outputs);
-  for (const auto& [id, index] : wanted_) {
-    auto it = made_.find(id);
-    if (it == made_.end() || by_id_.at(id)->role != GENIEX_NPU_TENSOR_OP ||
-        it->second->t.v1.type != api::kAppRead) {
-      return unimplemented("qnn-htp: output tensor " + std::to_string(id) +
-                           " is not computed by an op of the graph");
-    }
-    c_.outputs[index] = io_of(id, *it->second);
-  }
+  GENIEX_TRY(collect_outputs());
   if (c_.n_nodes == 0) {  // nothing for QNN (a lone CacheWrite of an input): host work only
     (void)fn_.context_free(c_.context, nullptr);
     c_.context = nullptr;
@@ -61,6 +57,20 @@ Status Builder::build() {
   }
   if (const auto e = fn_.graph_finalize(c_.graph, nullptr, nullptr); e != api::kSuccess) {
     return qnn_error("QnnGraph_finalize", e);
+  }
+  return {};
+}
+
+Status Builder::collect_outputs() {
+  c_.outputs.resize(desc_.n_outputs);
+  for (const auto& [id, index] : wanted_) {
+    auto it = made_.find(id);
+    if (it == made_.end() || by_id_.at(id)->role != GENIEX_NPU_TENSOR_OP ||
+        it->second->t.v1.type != api::kAppRead) {
+      return unimplemented("qnn-htp: output tensor " + std::to_string(id) +
+                           " is not computed by an op of the graph");
+    }
+    c_.outputs[index] = io_of(id, *it->second);
   }
   return {};
 }
@@ -113,6 +123,10 @@ Result<Made*> Builder::create(const std::string& name, Dims dims, uint32_t type,
   v.dimensions = m->dims.data();
   v.mem_type = api::kMemTypeRaw;
   v.client_buf = {const_cast<void*>(data), static_cast<uint32_t>(bytes)};
+  if (dry_) {
+    all_.push_back(std::move(m));
+    return all_.back().get();
+  }
   if (const auto e = fn_.tensor_create_graph_tensor(c_.graph, &m->t); e != api::kSuccess) {
     return qnn_error("QnnTensor_createGraphTensor '" + name + "'", e);
   }
@@ -244,6 +258,10 @@ Status Builder::node(const char* type, const std::string& name, const std::vecto
   op.v1.inputs = in_t.data();
   op.v1.num_outputs = 1;
   op.v1.outputs = &out_t;
+  if (dry_) {
+    ++c_.n_nodes;
+    return {};
+  }
   if (const auto e = fn_.graph_add_node(c_.graph, op); e != api::kSuccess) {
     return qnn_error(std::string("QnnGraph_addNode ") + type + " '" + name + "'", e);
   }
@@ -345,13 +363,119 @@ Result<api::Param> Builder::tensor_u32(const char* name, std::vector<uint32_t> v
   return p;
 }
 
-Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc) {
+namespace {
+
+// The execute-time tensors whose QNN ids a cache entry keeps, in creation order.
+std::vector<IoTensor*> io_list(Compiled& c) {
+  std::vector<IoTensor*> l;
+  for (auto& io : c.inputs) l.push_back(io.get());
+  for (auto& io : c.outputs) l.push_back(io.get());
+  for (auto& h : c.host_inputs) l.push_back(h.io.get());
+  for (auto& h : c.host_outputs) l.push_back(h.io.get());
+  return l;
+}
+
+Result<std::unique_ptr<Compiled>> build_fresh(Device& dev, const geniex_npu_graph& desc,
+                                              const std::string& name) {
   auto c = std::make_unique<Compiled>();
-  Builder b(dev, desc, *c);
+  Builder b(dev, desc, *c, name);
   if (Status s = b.build(); !s.ok()) {
     release_graph(dev, *c);
     return s;
   }
+  return c;
+}
+
+// A cached context for `desc`: the host-side structure from a dry build, the context from the
+// binary, the graph by name, the tensors' QNN ids from the entry. kDataLoss when the entry does
+// not fit the graph or QNN refuses it.
+Result<std::unique_ptr<Compiled>> restore(Device& dev, const geniex_npu_graph& desc,
+                                          const std::string& name, const CacheEntry& e) {
+  auto c = std::make_unique<Compiled>();
+  Builder b(dev, desc, *c, name, /*dry=*/true);
+  GENIEX_TRY(b.build());
+  const auto ios = io_list(*c);
+  if (c->n_nodes == 0 || ios.size() != e.tensor_ids.size()) {
+    return data_loss("it holds " + std::to_string(e.tensor_ids.size()) +
+                     " tensor ids, the graph has " + std::to_string(ios.size()));
+  }
+  const auto& fn = dev.htp->fn();
+  clear_logged_error();
+  if (const auto err =
+          fn.context_create_from_binary(dev.htp->backend(), dev.htp->device(), nullptr,
+                                        e.binary.data(), e.binary.size(), &c->context, nullptr);
+      err != api::kSuccess) {
+    c->context = nullptr;
+    return data_loss(qnn_error("QnnContext_createFromBinary", err).message());
+  }
+  if (const auto err = fn.graph_retrieve(c->context, name.c_str(), &c->graph);
+      err != api::kSuccess) {
+    const std::string why = qnn_error("QnnGraph_retrieve '" + name + "'", err).message();
+    release_graph(dev, *c);
+    return data_loss(why);
+  }
+  for (size_t i = 0; i < ios.size(); ++i) ios[i]->qnn.v1.id = e.tensor_ids[i];
+  return c;
+}
+
+void note(Device& dev, const std::string& line) {
+  dev.cache.last_note = line;
+  std::fprintf(stderr, "geniex: %s\n", line.c_str());
+}
+
+// After a finalize: the context binary and the ids into the cache (a failure is only noted).
+void save(Device& dev, Compiled& c, uint64_t key, const std::filesystem::path& file) {
+  const auto& fn = dev.htp->fn();
+  CacheEntry e;
+  uint64_t size = 0, written = 0;
+  clear_logged_error();
+  if (const auto err = fn.context_get_binary_size(c.context, &size); err != api::kSuccess) {
+    note(dev, "qnn-htp cache: " + qnn_error("QnnContext_getBinarySize", err).message());
+    return;
+  }
+  e.binary.resize(size);
+  if (const auto err = fn.context_get_binary(c.context, e.binary.data(), size, &written);
+      err != api::kSuccess || written > size) {
+    note(dev, "qnn-htp cache: " + qnn_error("QnnContext_getBinary", err).message());
+    return;
+  }
+  e.binary.resize(written);
+  for (IoTensor* io : io_list(c)) e.tensor_ids.push_back(io->qnn.v1.id);
+  if (Status s = write_entry(file, key, e); !s.ok()) {
+    note(dev, "qnn-htp cache: " + s.message());
+    return;
+  }
+  ++dev.cache.written;
+  dev.cache.bytes_written += written;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc) {
+  if (dev.cache_dir.empty()) {
+    return build_fresh(dev, desc, "geniex_" + std::to_string(++dev.graphs_made));
+  }
+  const uint64_t key = graph_key(desc, dev.identity);
+  const std::string name = "geniex_" + key_text(key);
+  const auto file = dev.cache_dir / (key_text(key) + ".qnnctx");
+  auto entry = read_entry(file, key);
+  if (entry.ok()) {
+    auto c = restore(dev, desc, name, *entry);
+    if (c.ok()) {
+      ++dev.cache.hits;
+      return c;
+    }
+    if (c.status().code() != StatusCode::kDataLoss) return c.status();
+    ++dev.cache.rejected;
+    note(dev, "qnn-htp cache entry " + file.string() + " not used (" + c.status().message() +
+                  "); rebuilding it");
+  } else if (entry.status().code() != StatusCode::kNotFound) {
+    ++dev.cache.rejected;
+    note(dev, "qnn-htp cache entry " + file.string() + " not used (" + entry.status().message() +
+                  "); rebuilding it");
+  }
+  GENIEX_ASSIGN_OR_RETURN(auto c, build_fresh(dev, desc, name));
+  if (c->graph != nullptr) save(dev, *c, key, file);
   return c;
 }
 

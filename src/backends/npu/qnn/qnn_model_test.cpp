@@ -132,10 +132,11 @@ TEST_F(QnnFallback, ARefusedOpSendsItsStagesToTheCpu) {
 }
 
 // The first graph finalize fails (as QNN's would): that step's stages fall back to the CPU at run
-// time, logged with QNN's message, and the tokens equal the CPU's.
+// time, logged with QNN's message, and the tokens equal the CPU's. (No context-binary cache: a
+// cached graph is not finalized.)
 TEST_F(QnnFallback, AFailedFinalizeFallsBackAtRunTime) {
   std::vector<std::string> log;
-  Model m = load_on(tiny("llama"), Device::npu(), &log, "fail_finalize=1");
+  Model m = load_on(tiny("llama"), Device::npu(), &log, "fail_finalize=1;cache_dir=none");
   Model cpu = load_on(tiny("llama"), Device::cpu());
   const auto prompt = some_tokens(12, cpu.info().n_vocab);
   auto a = m.generate(std::span<const int32_t>(prompt), greedy(6));

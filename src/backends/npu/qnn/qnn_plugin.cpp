@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backends/npu/plugin_call.h"
+#include "backends/npu/qnn/qnn_cache.h"
 #include "core/dtype.h"
 
 namespace geniex::npu_qnn {
@@ -132,14 +133,7 @@ void fill_caps(Device& d) {
 geniex_npu_status create(const char* config, geniex_npu_device** out, char* msg, size_t size) {
   return guarded(msg, size, [&]() -> Status {
     if (out == nullptr) return invalid_argument("create: out is NULL");
-    GENIEX_ASSIGN_OR_RETURN(Config cfg, parse_config(config));
-    GENIEX_ASSIGN_OR_RETURN(const Runtime* rt, load_runtime(runtime_dir(cfg.qnn_lib_dir)));
-    auto d = std::make_unique<Device>();
-    d->config = cfg;
-    d->runtime = rt;
-    GENIEX_ASSIGN_OR_RETURN(d->htp,
-                            HtpDevice::open(*rt, cfg.soc_model, cfg.htp_arch, cfg.log_level));
-    fill_caps(*d);
+    GENIEX_ASSIGN_OR_RETURN(auto d, open_device(config));
     *out = reinterpret_cast<geniex_npu_device*>(d.release());
     return {};
   });
@@ -200,6 +194,24 @@ constexpr geniex_npu_plugin_v1 kTable = {
 
 }  // namespace
 
+Result<std::unique_ptr<Device>> open_device(const char* config) {
+  GENIEX_ASSIGN_OR_RETURN(Config cfg, parse_config(config));
+  GENIEX_ASSIGN_OR_RETURN(const Runtime* rt, load_runtime(runtime_dir(cfg.qnn_lib_dir)));
+  auto d = std::make_unique<Device>();
+  d->config = cfg;
+  d->runtime = rt;
+  GENIEX_ASSIGN_OR_RETURN(d->htp, HtpDevice::open(*rt, cfg.soc_model, cfg.htp_arch, cfg.log_level));
+  fill_caps(*d);
+  d->cache_dir = cache_dir(cfg.cache_dir);
+  if (!d->cache_dir.empty()) {
+    const auto& v = rt->provider->api_version;
+    d->identity = "soc " + std::to_string(cfg.soc_model) + " v" + std::to_string(cfg.htp_arch) +
+                  " core " + version_text(v.core) + " htp " + version_text(v.backend) + " build " +
+                  rt->build_id + " plugin " + plugin_identity();
+  }
+  return d;
+}
+
 Result<Config> parse_config(const char* config) {
   Config cfg;
   if (config == nullptr) return cfg;
@@ -237,12 +249,14 @@ Result<Config> parse_config(const char* config) {
       GENIEX_ASSIGN_OR_RETURN(cfg.memory_bytes, parse_uint(key, value, 1));
     } else if (key == "refuse_ops") {
       GENIEX_ASSIGN_OR_RETURN(cfg.refuse_ops, parse_ops(value));
+    } else if (key == "cache_dir") {
+      cfg.cache_dir = std::string(value);
     } else if (key == "fail_finalize") {
       GENIEX_ASSIGN_OR_RETURN(cfg.fail_finalize, parse_uint(key, value, 0));
     } else {
       return invalid_argument("qnn plugin config: unknown key '" + std::string(key) +
                               "' (known: qnn_lib_dir, soc_model, htp_arch, qnn_log_level, memory, "
-                              "refuse_ops, fail_finalize)");
+                              "refuse_ops, fail_finalize, cache_dir)");
     }
   }
   return cfg;

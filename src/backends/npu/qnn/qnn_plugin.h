@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,10 +33,17 @@ struct Config {
   /// fail_finalize=N (a test knob): the device's Nth graph finalize fails, as a real QNN finalize
   /// failure would (that stage falls back at run time). 0: never.
   uint64_t fail_finalize = 0;
+  /// cache_dir=<folder> | none: where prepared contexts are kept (qnn_cache.h; default
+  /// $GENIEX_QNN_CACHE_DIR, else ~/.cache/geniex/qnn).
+  std::string cache_dir;
 };
 
 /// Parses `config` (may be null). Unknown keys and bad values are kInvalidArgument.
 Result<Config> parse_config(const char* config);
+
+struct Device;
+/// Opens a device for `config` (loads the runtime; what the plugin's create does).
+Result<std::unique_ptr<Device>> open_device(const char* config);
 
 /// One tensor of a compiled graph that execute binds to a host buffer.
 struct IoTensor {
@@ -90,6 +98,15 @@ struct Compiled {
   uint32_t n_nodes = 0;  ///< QNN nodes added
 };
 
+/// What the context-binary cache did on a device (for tests, `geniex compile` and logs).
+struct CacheStats {
+  uint64_t hits = 0;      ///< compiles served from a cache entry (no finalize)
+  uint64_t written = 0;   ///< entries written after a finalize
+  uint64_t rejected = 0;  ///< entries present but refused (corrupt, truncated, foreign) and rebuilt
+  uint64_t bytes_written = 0;
+  std::string last_note;  ///< the last rejection or write failure, "" if none
+};
+
 /// An open device.
 struct Device {
   Config config;
@@ -97,13 +114,17 @@ struct Device {
   std::unique_ptr<HtpDevice> htp;
   std::vector<geniex_npu_op_cap> op_caps;
   geniex_npu_caps caps{};
-  std::string device_name;   ///< caps.device_name's storage: target, SoC, runtime version
-  uint64_t graphs_made = 0;  ///< names graphs uniquely within the process's contexts
-  uint64_t finalizes = 0;    ///< graph finalizes attempted (fail_finalize counts them)
+  std::string device_name;          ///< caps.device_name's storage: target, SoC, runtime version
+  uint64_t graphs_made = 0;         ///< names graphs uniquely within the process's contexts
+  uint64_t finalizes = 0;           ///< graph finalizes attempted (fail_finalize counts them)
+  std::filesystem::path cache_dir;  ///< empty: no context-binary cache
+  std::string identity;             ///< target + runtime + plugin build, part of every cache key
+  CacheStats cache;
 };
 
-/// Translates `desc` into a QNN graph in a fresh context and finalizes it. kUnimplemented for an
-/// op, type or shape this plugin does not lower, or a graph QNN refuses (with QNN's error).
+/// Translates `desc` into a QNN graph in a fresh context and finalizes it, or restores it from
+/// the context-binary cache (qnn_cache.h). kUnimplemented for an op, type or shape this plugin
+/// does not lower, or a graph QNN refuses (with QNN's error).
 Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc);
 
 /// Runs `c` once with the host buffers (one per graph input and per output).
