@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cmd_bench.h"
+#include "cmd_compile.h"
 #include "cmd_inspect.h"
 #include "cmd_list.h"
 #include "cmd_perplexity.h"
@@ -34,7 +35,7 @@ int run_main(int argc, char** argv) {
       register_run(app),      register_chat(app),       register_inspect(app),
       register_tokenize(app), register_detokenize(app), register_bench(app),
       register_serve(app),    register_perplexity(app), register_list(app),
-      register_pull(app),
+      register_pull(app),     register_compile(app),
   };
 
   // llama.cpp's single-dash long flags become ours; CLI11 wants argv in reverse order.
