@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -186,6 +187,46 @@ Status write_entry(const std::filesystem::path& file, uint64_t key, const CacheE
     return io_error("cannot rename into " + file.string());
   }
   return {};
+}
+
+void touch_entry(const std::filesystem::path& file) {
+  std::error_code ec;
+  std::filesystem::last_write_time(file, std::filesystem::file_time_type::clock::now(), ec);
+}
+
+int prune_entries(const std::filesystem::path& dir, uint64_t max_bytes,
+                  const std::filesystem::path& keep) {
+  namespace fs = std::filesystem;
+  struct Item {
+    fs::file_time_type when;
+    uint64_t bytes;
+    fs::path path;
+  };
+  std::vector<Item> items;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() != ".qnnctx") continue;
+    std::error_code e2;
+    const uint64_t size = it->file_size(e2);
+    const auto when = it->last_write_time(e2);
+    if (e2) continue;
+    items.push_back({when, size, it->path()});
+    total += size;
+  }
+  std::sort(items.begin(), items.end(),
+            [](const Item& a, const Item& b) { return a.when < b.when; });
+  int removed = 0;
+  for (const Item& i : items) {
+    if (total <= max_bytes) break;
+    if (i.path == keep) continue;
+    std::error_code e3;
+    if (fs::remove(i.path, e3)) {
+      total -= i.bytes;
+      ++removed;
+    }
+  }
+  return removed;
 }
 
 }  // namespace geniex::npu_qnn

@@ -62,4 +62,12 @@ Result<CacheEntry> read_entry(const std::filesystem::path& file, uint64_t key);
 /// Writes the entry atomically (a temporary file renamed over `file`). kIoError on failure.
 Status write_entry(const std::filesystem::path& file, uint64_t key, const CacheEntry& e);
 
+/// Marks `file` used now (its modification time), so pruning keeps it longest.
+void touch_entry(const std::filesystem::path& file);
+
+/// Removes the least recently used entries of `dir` (by modification time) until their total is
+/// at most `max_bytes`, keeping `keep`; returns how many were removed.
+int prune_entries(const std::filesystem::path& dir, uint64_t max_bytes,
+                  const std::filesystem::path& keep);
+
 }  // namespace geniex::npu_qnn

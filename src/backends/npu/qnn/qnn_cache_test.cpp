@@ -204,6 +204,21 @@ TEST_F(QnnCache, ACorruptTruncatedOrForeignEntryIsReportedAndRebuilt) {
   }
 }
 
+TEST_F(QnnCache, PastCacheMaxTheLeastRecentlyUsedEntriesGo) {
+  auto d = open_device(("cache_dir=" + dir_.string() + ";cache_max=150K").c_str());
+  ASSERT_TRUE(d.ok());
+  SmallGraph a(1.0f), b(2.0f);  // ~100 KB each: the second write removes the first
+  for (const SmallGraph* g : {&a, &b}) {
+    auto c = compile_graph(**d, g->g);
+    ASSERT_TRUE(c.ok());
+    release_graph(**d, **c);
+  }
+  EXPECT_EQ((*d)->cache.written, 2u);
+  EXPECT_EQ((*d)->cache.pruned, 1u);
+  EXPECT_TRUE(fs::exists(dir_ / (key_text(graph_key(b.g, (*d)->identity)) + ".qnnctx")));
+  EXPECT_FALSE(fs::exists(dir_ / (key_text(graph_key(a.g, (*d)->identity)) + ".qnnctx")));
+}
+
 TEST_F(QnnCache, OffWritesNothing) {
   auto d = open_device("cache_dir=none");
   ASSERT_TRUE(d.ok());

@@ -447,6 +447,8 @@ void save(Device& dev, Compiled& c, uint64_t key, const std::filesystem::path& f
   }
   ++dev.cache.written;
   dev.cache.bytes_written += written;
+  dev.cache.pruned +=
+      static_cast<uint64_t>(prune_entries(file.parent_path(), dev.config.cache_max_bytes, file));
 }
 
 }  // namespace
@@ -463,6 +465,7 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
     auto c = restore(dev, desc, name, *entry);
     if (c.ok()) {
       ++dev.cache.hits;
+      touch_entry(file);
       return c;
     }
     if (c.status().code() != StatusCode::kDataLoss) return c.status();

@@ -251,12 +251,14 @@ Result<Config> parse_config(const char* config) {
       GENIEX_ASSIGN_OR_RETURN(cfg.refuse_ops, parse_ops(value));
     } else if (key == "cache_dir") {
       cfg.cache_dir = std::string(value);
+    } else if (key == "cache_max") {
+      GENIEX_ASSIGN_OR_RETURN(cfg.cache_max_bytes, parse_uint(key, value, 1));
     } else if (key == "fail_finalize") {
       GENIEX_ASSIGN_OR_RETURN(cfg.fail_finalize, parse_uint(key, value, 0));
     } else {
       return invalid_argument("qnn plugin config: unknown key '" + std::string(key) +
                               "' (known: qnn_lib_dir, soc_model, htp_arch, qnn_log_level, memory, "
-                              "refuse_ops, fail_finalize, cache_dir)");
+                              "refuse_ops, fail_finalize, cache_dir, cache_max)");
     }
   }
   return cfg;

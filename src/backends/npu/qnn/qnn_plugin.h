@@ -36,6 +36,8 @@ struct Config {
   /// cache_dir=<folder> | none: where prepared contexts are kept (qnn_cache.h; default
   /// $GENIEX_QNN_CACHE_DIR, else ~/.cache/geniex/qnn).
   std::string cache_dir;
+  /// cache_max=<n>[K|M|G]: past this total the least recently used entries are removed.
+  uint64_t cache_max_bytes = 2ull << 30;
 };
 
 /// Parses `config` (may be null). Unknown keys and bad values are kInvalidArgument.
@@ -104,6 +106,7 @@ struct CacheStats {
   uint64_t written = 0;   ///< entries written after a finalize
   uint64_t rejected = 0;  ///< entries present but refused (corrupt, truncated, foreign) and rebuilt
   uint64_t bytes_written = 0;
+  uint64_t pruned = 0;    ///< entries removed to stay under cache_max
   std::string last_note;  ///< the last rejection or write failure, "" if none
 };
 
