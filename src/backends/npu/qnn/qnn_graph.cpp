@@ -4,7 +4,10 @@
 // and computed in fp16 (the HTP graph precision config); F16 / F32 weights become static tensors.
 // This file: the builder's tensor plumbing and driver, compile / execute / release.
 #include <algorithm>
+#include <chrono>
+#include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -43,8 +46,11 @@ Status Builder::build() {
       e != api::kSuccess) {
     return qnn_error("QnnGraph_create (fp16 precision)", e);
   }
+  const auto t0 = std::chrono::steady_clock::now();
   for (uint32_t i = 0; i < desc_.n_ops; ++i) GENIEX_TRY(add_op(desc_.ops[i]));
   GENIEX_TRY(collect_outputs());
+  const auto t1 = std::chrono::steady_clock::now();
+  c_.build_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   if (c_.n_nodes == 0) {  // nothing for QNN (a lone CacheWrite of an input): host work only
     (void)fn_.context_free(c_.context, nullptr);
     c_.context = nullptr;
@@ -58,6 +64,8 @@ Status Builder::build() {
   if (const auto e = fn_.graph_finalize(c_.graph, nullptr, nullptr); e != api::kSuccess) {
     return qnn_error("QnnGraph_finalize", e);
   }
+  c_.finalize_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
   return {};
 }
 
@@ -418,6 +426,26 @@ Result<std::unique_ptr<Compiled>> restore(Device& dev, const geniex_npu_graph& d
   return c;
 }
 
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// GENIEX_QNN_TRACE=1: one stderr line per compiled graph (measurement; docs/performance.md).
+void trace(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void trace(const char* fmt, ...) {
+  static const bool on = [] {
+    const char* e = std::getenv("GENIEX_QNN_TRACE");
+    return e != nullptr && std::string(e) == "1";
+  }();
+  if (!on) return;
+  std::va_list args;
+  va_start(args, fmt);
+  std::fputs("geniex: qnn-htp ", stderr);
+  std::vfprintf(stderr, fmt, args);
+  std::fputc('\n', stderr);
+  va_end(args);
+}
+
 void note(Device& dev, const std::string& line) {
   dev.cache.last_note = line;
   std::fprintf(stderr, "geniex: %s\n", line.c_str());
@@ -455,8 +483,13 @@ void save(Device& dev, Compiled& c, uint64_t key, const std::filesystem::path& f
 
 Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc) {
   if (dev.cache_dir.empty()) {
-    return build_fresh(dev, desc, "geniex_" + std::to_string(++dev.graphs_made));
+    GENIEX_ASSIGN_OR_RETURN(auto c,
+                            build_fresh(dev, desc, "geniex_" + std::to_string(++dev.graphs_made)));
+    trace("graph of %d tokens, %u nodes: built in %.1f ms, finalized in %.1f ms (no cache)",
+          desc.batch_tokens, c->n_nodes, c->build_ms, c->finalize_ms);
+    return c;
   }
+  const auto t0 = std::chrono::steady_clock::now();
   const uint64_t key = graph_key(desc, dev.identity);
   const std::string name = "geniex_" + key_text(key);
   const auto file = dev.cache_dir / (key_text(key) + ".qnnctx");
@@ -466,6 +499,9 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
     if (c.ok()) {
       ++dev.cache.hits;
       touch_entry(file);
+      trace("graph %s of %d tokens, %u nodes: restored from the cache in %.1f ms (%zu bytes)",
+            key_text(key).c_str(), desc.batch_tokens, (*c)->n_nodes, ms_since(t0),
+            entry->binary.size());
       return c;
     }
     if (c.status().code() != StatusCode::kDataLoss) return c.status();
@@ -478,7 +514,13 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
                   "); rebuilding it");
   }
   GENIEX_ASSIGN_OR_RETURN(auto c, build_fresh(dev, desc, name));
+  const uint64_t bytes_before = dev.cache.bytes_written;
   if (c->graph != nullptr) save(dev, *c, key, file);
+  trace(
+      "graph %s of %d tokens, %u nodes: built in %.1f ms, finalized in %.1f ms, binary %llu "
+      "bytes",
+      key_text(key).c_str(), desc.batch_tokens, c->n_nodes, c->build_ms, c->finalize_ms,
+      static_cast<unsigned long long>(dev.cache.bytes_written - bytes_before));
   return c;
 }
 

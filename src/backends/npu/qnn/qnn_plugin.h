@@ -97,7 +97,9 @@ struct Compiled {
   std::vector<HostOutput> host_outputs;
   std::vector<HostWrite> writes;
   std::vector<IndexCheck> index_checks;
-  uint32_t n_nodes = 0;  ///< QNN nodes added
+  uint32_t n_nodes = 0;    ///< QNN nodes added
+  double build_ms = 0;     ///< graph construction (tensors, nodes) in QNN
+  double finalize_ms = 0;  ///< graphFinalize (HTP preparation)
 };
 
 /// What the context-binary cache did on a device (for tests, `geniex compile` and logs).
