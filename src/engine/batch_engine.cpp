@@ -197,6 +197,11 @@ int32_t BatchEngine::step(const std::vector<std::shared_ptr<Request>>& reqs) {
                                                              static_cast<size_t>(chunk)),
                   n_outputs};
     if (r.images) {
+      // The images this chunk reaches are encoded now (once; cached prefixes never get here).
+      if (Status st = r.images->ensure(r.n_evaluated, r.n_evaluated + chunk); !st.ok()) {
+        r.fail(st);
+        continue;
+      }
       item.embd_rows = std::span<const int32_t>(r.images->rows)
                            .subspan(static_cast<size_t>(r.n_evaluated), static_cast<size_t>(chunk));
       item.embd_table = r.images->table;

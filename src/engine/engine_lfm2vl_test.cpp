@@ -262,6 +262,43 @@ TEST(Lfm2Vl, PrefixCacheTellsImagesApart) {
   EXPECT_EQ(other->tokens, other_fresh->tokens);
 }
 
+// An image is encoded only when a prefill reaches it: a later turn whose cached prefix holds the
+// whole image does not encode it again (and answers as a fresh model does); a state file's
+// image positions need no encoding either.
+TEST(Lfm2Vl, CachedImagesAreNotEncodedAgain) {
+  const std::vector<Image> cat = {Image::from_file(vision_dir() + "/chelsea.png")};
+  const std::string prompt =
+      "<image> Describe the animal in the picture, its fur, its eyes, the light and the "
+      "background, and say what it might be doing, in plain words, one sentence for each part.";
+  const std::string longer = prompt + " Then the colours.";
+  model().reset();
+  const int64_t before = model().image_stats().images;
+  auto first = model().generate(prompt, cat, greedy(0));
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(model().image_stats().images, before + 1);
+  const std::string path = ::testing::TempDir() + "/lfm2vl_lazy_state.bin";
+  ASSERT_TRUE(model().save_state(path).ok());
+  auto follow = model().generate(longer, cat, greedy(4));
+  ASSERT_TRUE(follow.ok()) << follow.status().to_string();
+  EXPECT_GT(follow->timings.cached_tokens, first->timings.prompt_tokens - 40);
+  EXPECT_EQ(model().image_stats().images, before + 1) << "the cached image was encoded again";
+  auto loaded = build_vl();
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_TRUE(loaded->load_state(path).ok());
+  auto again = loaded->generate(longer, cat, greedy(4));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_GT(again->timings.cached_tokens, first->timings.prompt_tokens - 40);
+  EXPECT_EQ(loaded->image_stats().images, 0) << "the state file's image was encoded again";
+  EXPECT_EQ(again->tokens, follow->tokens);
+  model().reset();
+  auto fresh = model().generate(longer, cat, greedy(4));
+  ASSERT_TRUE(fresh.ok());
+  EXPECT_EQ(fresh->timings.cached_tokens, 0);
+  EXPECT_EQ(model().image_stats().images, before + 2);
+  EXPECT_EQ(fresh->tokens, follow->tokens);
+  std::remove(path.c_str());
+}
+
 // A conversation with an image survives a state file: a fresh model that loads it reuses the
 // image's positions (their keys are saved) for a follow-up with the same image, with the same
 // tokens as a model that never saved.

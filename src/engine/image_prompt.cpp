@@ -6,22 +6,8 @@
 
 namespace geniex::engine {
 
-namespace {
-
-uint64_t fnv1a(std::span<const float> rows) {
-  uint64_t h = 1469598103934665603ull;
-  const auto* p = reinterpret_cast<const uint8_t*>(rows.data());
-  for (size_t i = 0; i < rows.size_bytes(); ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-}  // namespace
-
 Result<ImagePrompt> build_image_prompt(std::span<const int32_t> ids, int32_t image_token,
-                                       std::span<const EncodedImage> images, uint32_t n_embd) {
+                                       std::span<const PreparedImage> images, uint32_t n_embd) {
   const auto n_slots = static_cast<size_t>(std::count(ids.begin(), ids.end(), image_token));
   if (n_slots != images.size())
     return invalid_argument("the prompt has " + std::to_string(n_slots) +
@@ -43,12 +29,14 @@ Result<ImagePrompt> build_image_prompt(std::span<const int32_t> ids, int32_t ima
       pi.ids.push_back(id);
       continue;
     }
-    const EncodedImage& im = images[next++];
-    if (im.rows.size() != static_cast<size_t>(im.n_image_tokens) * n_embd)
-      return internal_error("image prompt: feature rows do not match the embedding width");
-    const uint64_t h = fnv1a(im.rows);
+    const PreparedImage& im = images[next++];
+    const uint64_t h = im.hash;
     const auto first_row = static_cast<int32_t>(pi.table.size() / n_embd);
-    pi.table.insert(pi.table.end(), im.rows.begin(), im.rows.end());
+    pi.table.resize(pi.table.size() + static_cast<size_t>(im.n_image_tokens) * n_embd, 0.0f);
+    PromptImages::Slot slot;
+    slot.first_pos = static_cast<int32_t>(pi.ids.size());
+    slot.first_row = first_row;
+    slot.n_rows = im.n_image_tokens;
     int32_t j = 0;
     for (const int32_t x : im.ids) {
       pi.ids.push_back(x);
@@ -65,7 +53,10 @@ Result<ImagePrompt> build_image_prompt(std::span<const int32_t> ids, int32_t ima
     if (j != im.n_image_tokens)
       return internal_error("image prompt: " + std::to_string(j) + " <image> ids for " +
                             std::to_string(im.n_image_tokens) + " rows");
+    slot.end_pos = static_cast<int32_t>(pi.ids.size());
+    pi.slots.push_back(slot);
   }
+  pi.n_embd = n_embd;
   return out;
 }
 

@@ -1,7 +1,8 @@
 // The prompt of a request with images: each image's placeholder token becomes its expansion
 // (markers and one `<image>` per feature row), and every `<image>` position gets its feature row
-// and a cache key in place of its id (kImageKeyBase + a hash of the image's features and the
-// row), so the prefix cache reuses an image's KV only for the same image.
+// (filled when the image is encoded, PromptImages::ensure) and a cache key in place of its id
+// (kImageKeyBase + a hash of the image's pixels and the row), so the prefix cache reuses an
+// image's KV only for the same image.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,9 @@ struct ImagePrompt {
 };
 
 /// `ids` holds exactly images.size() occurrences of `image_token` (one per image, in order);
-/// kInvalidArgument naming both counts otherwise.
+/// kInvalidArgument naming both counts otherwise. The result's images have no encoder yet
+/// (PromptImages::encode) and a zeroed table.
 Result<ImagePrompt> build_image_prompt(std::span<const int32_t> ids, int32_t image_token,
-                                       std::span<const EncodedImage> images, uint32_t n_embd);
+                                       std::span<const PreparedImage> images, uint32_t n_embd);
 
 }  // namespace geniex::engine

@@ -86,6 +86,7 @@ EngineStats Model::engine_stats() const {
 }
 
 ImageStats Model::image_stats() const {
+  std::lock_guard<std::mutex> lock(impl_->image_stats_mu);
   const auto& s = impl_->image_stats;
   return ImageStats{s.images, s.views, s.encode_ms};
 }
@@ -236,7 +237,7 @@ Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens, int32_
 }
 
 Result<std::vector<float>> Model::Impl::logits(std::span<const int32_t> tokens,
-                                               std::shared_ptr<const engine::PromptImages> images,
+                                               std::shared_ptr<engine::PromptImages> images,
                                                int32_t first_row) {
   if (tokens.empty()) return invalid_argument("logits: no tokens");
   if (first_row < 0 || static_cast<size_t>(first_row) >= tokens.size()) {
@@ -323,29 +324,19 @@ Status Model::Impl::no_images_error() const {
 Result<engine::ImagePrompt> Model::Impl::image_prompt(std::span<const int32_t> ids,
                                                       std::span<const Image> images) {
   if (!vision) return no_images_error();
-  std::vector<engine::EncodedImage> encoded;
-  encoded.reserve(images.size());
+  auto prepared = std::make_shared<std::vector<engine::PreparedImage>>();
+  prepared->reserve(images.size());
   int64_t n_image_tokens = 0;
   for (size_t i = 0; i < images.size(); ++i) {
-    Result<engine::EncodedImage> e = internal_error("image not encoded");
-    // The encoder shares the backends with the decoder: it runs between steps.
-    // Its activations (attention over every patch) dwarf a decode step's: the units give that
-    // memory back once the image is encoded.
-    batch->exclusive([&] {
-      e = vision->encode(images[i], *scheduler);
-      scheduler->release_scratch();
-    });
-    if (!e.ok()) {
+    Result<engine::PreparedImage> p = vision->prepare(images[i]);
+    if (!p.ok()) {
       const std::string which = images.size() > 1 ? "image " + std::to_string(i + 1) + " of " +
                                                         std::to_string(images.size()) + ": "
                                                   : std::string();
-      return Status(e.status().code(), which + e.status().message());
+      return Status(p.status().code(), which + p.status().message());
     }
-    n_image_tokens += e->n_image_tokens;
-    image_stats.images += 1;
-    image_stats.views += e->n_views;
-    image_stats.encode_ms += e->encode_ms;
-    encoded.push_back(std::move(*e));
+    n_image_tokens += p->n_image_tokens;
+    prepared->push_back(std::move(*p));
   }
   if (static_cast<int64_t>(ids.size()) + n_image_tokens >= n_ctx) {
     return out_of_range("the prompt is " + std::to_string(ids.size() - images.size()) +
@@ -353,11 +344,38 @@ Result<engine::ImagePrompt> Model::Impl::image_prompt(std::span<const int32_t> i
                         " image tokens but the context holds " + std::to_string(n_ctx) +
                         "; use fewer or smaller images, or raise the context size");
   }
-  return engine::build_image_prompt(ids, vision->image_token(), encoded, config.n_embd);
+  GENIEX_ASSIGN_OR_RETURN(
+      engine::ImagePrompt out,
+      engine::build_image_prompt(ids, vision->image_token(), *prepared, config.n_embd));
+  const size_t n_images = images.size();
+  // Run by the engine thread inside a step, when a prefill chunk reaches image i: the encoder
+  // shares the backends with the decoder. Its activations (attention over every patch) dwarf a
+  // decode step's: the units give that memory back once the image is encoded, and the image's
+  // pixels go once its features exist.
+  out.images->encode = [this, prepared, n_images](size_t i, std::span<float> rows) -> Status {
+    engine::PreparedImage& im = (*prepared)[i];
+    Result<double> ms = vision->encode(im, *scheduler, rows);
+    scheduler->release_scratch();
+    if (!ms.ok()) {
+      const std::string which =
+          n_images > 1 ? "image " + std::to_string(i + 1) + " of " + std::to_string(n_images) + ": "
+                       : std::string();
+      return Status(ms.status().code(), which + ms.status().message());
+    }
+    {
+      std::lock_guard<std::mutex> lock(image_stats_mu);
+      image_stats.images += 1;
+      image_stats.views += static_cast<int64_t>(im.pre.views.size());
+      image_stats.encode_ms += im.prepare_ms + *ms;
+    }
+    im.pre = {};
+    return {};
+  };
+  return out;
 }
 
 Result<Generation> Model::Impl::generate(std::span<const int32_t> prompt,
-                                         std::shared_ptr<const engine::PromptImages> images,
+                                         std::shared_ptr<engine::PromptImages> images,
                                          const GenerationConfig& gc,
                                          const TokenCallback& on_token) {
   Impl& m = *this;

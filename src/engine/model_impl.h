@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,7 +66,8 @@ struct Model::Impl {
   struct ImageStats {
     int64_t images = 0, views = 0;
     double encode_ms = 0.0;
-  } image_stats;
+  } image_stats;  ///< images encoded so far (under image_stats_mu)
+  mutable std::mutex image_stats_mu;
   /// Raw text with image markers as ids: one image token per image (at the markers, or all
   /// before the text when it has none), BOS first when add_special asks for it.
   [[nodiscard]] Result<std::vector<int32_t>> image_text_ids(std::string_view prompt,
@@ -73,18 +75,19 @@ struct Model::Impl {
                                                             bool parse_special) const;
   /// "this model takes no images".
   [[nodiscard]] Status no_images_error() const;
-  /// Encodes `images` (between engine steps) and expands `ids`, which holds one image token
-  /// per image, into the request's prompt.
+  /// Decodes and preprocesses `images` (on this thread) and expands `ids`, which holds one
+  /// image token per image, into the request's prompt; the engine encodes each image when its
+  /// prefill reaches it (never, when the prefix cache already holds it).
   Result<engine::ImagePrompt> image_prompt(std::span<const int32_t> ids,
                                            std::span<const Image> images);
   /// Runs a logits request over `tokens` (token ids, or image keys where `images` gives rows):
   /// rows first_row .. end, n_vocab floats each.
   Result<std::vector<float>> logits(std::span<const int32_t> tokens,
-                                    std::shared_ptr<const engine::PromptImages> images,
+                                    std::shared_ptr<engine::PromptImages> images,
                                     int32_t first_row);
   /// Runs a generate request over `prompt` (token ids, or image keys where `images` gives rows).
   Result<Generation> generate(std::span<const int32_t> prompt,
-                              std::shared_ptr<const engine::PromptImages> images,
+                              std::shared_ptr<engine::PromptImages> images,
                               const GenerationConfig& config, const TokenCallback& on_token);
 
   /// Declared last: destroyed first (its thread uses kv and runner).

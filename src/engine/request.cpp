@@ -92,7 +92,20 @@ Result<std::unique_ptr<Request>> Request::create(Kind kind, std::span<const int3
   return r;
 }
 
-void Request::set_images(std::shared_ptr<const PromptImages> imgs) {
+Status PromptImages::ensure(int32_t begin, int32_t end) {
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& sl = slots[i];
+    if (sl.encoded || sl.end_pos <= begin || sl.first_pos >= end) continue;
+    if (!encode) return internal_error("image prompt: no encoder for image " + std::to_string(i));
+    const std::span<float> out(table.data() + static_cast<size_t>(sl.first_row) * n_embd,
+                               static_cast<size_t>(sl.n_rows) * n_embd);
+    GENIEX_TRY(encode(i, out));
+    sl.encoded = true;
+  }
+  return {};
+}
+
+void Request::set_images(std::shared_ptr<PromptImages> imgs) {
   images = std::move(imgs);
   if (!images) return;
   if (kind == Kind::kGenerate) history_ = images->ids;

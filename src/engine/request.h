@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -25,14 +26,28 @@
 
 namespace geniex::engine {
 
-/// The images of a prompt, encoded: which prompt positions take a feature row instead of their
-/// token's embedding. Those positions carry cache keys in Request::prompt (ids >= n_vocab
-/// derived from the image's features, so the prefix cache never confuses two images); `ids`
-/// has the real token ids for reporting and sampling penalties.
+/// The images of a prompt: which prompt positions take a feature row instead of their token's
+/// embedding. Those positions carry cache keys in Request::prompt (ids >= n_vocab derived from
+/// the image's pixels, so the prefix cache never confuses two images); `ids` has the real token
+/// ids for reporting and sampling penalties. An image is encoded only when a prefill chunk first
+/// reaches one of its positions (ensure(), engine thread): an image whose positions all come
+/// from the prefix cache (the same image again, in a later turn) is never encoded again.
 struct PromptImages {
-  std::vector<float> table;   ///< feature rows, n_embd floats each
+  std::vector<float> table;   ///< feature rows, n_embd floats each; an image's once encoded
   std::vector<int32_t> rows;  ///< per prompt position: -1, or the row of `table` it takes
   std::vector<int32_t> ids;   ///< per prompt position: the token id the user's prompt has
+  struct Slot {
+    int32_t first_pos = 0, end_pos = 0;  ///< prompt positions [first, end) of its expansion
+    int32_t first_row = 0, n_rows = 0;   ///< its rows of `table`
+    bool encoded = false;
+  };
+  std::vector<Slot> slots;  ///< one per image, in prompt order
+  /// Writes image i's feature rows to `rows` (set by whoever builds the prompt).
+  std::function<Status(size_t i, std::span<float> rows)> encode;
+  size_t n_embd = 0;
+
+  /// Encodes every image with a position in [begin, end) that is not encoded yet.
+  Status ensure(int32_t begin, int32_t end);
 };
 
 /// Something the caller thread must hand to the user, in order.
@@ -73,7 +88,7 @@ class Request {
   }
   /// Attaches the prompt's images (before submit): the engine feeds their rows, sampling
   /// penalties and Generation::prompt_tokens see `images->ids`.
-  void set_images(std::shared_ptr<const PromptImages> images);
+  void set_images(std::shared_ptr<PromptImages> images);
   [[nodiscard]] bool done() const { return done_.load(); }
   [[nodiscard]] int32_t next_token() const { return next_token_; }
   /// The caller cancelled: its callback returned false or config.cancel fired.
@@ -94,10 +109,10 @@ class Request {
   Kind kind = Kind::kGenerate;
   GenerationConfig config;
   std::vector<int32_t> prompt;
-  int32_t n_evaluated = 0;  ///< prompt tokens in the KV cache (cached + prefilled)
-  int32_t logits_from = 0;  ///< kLogits: the first position whose logits are returned
-  std::shared_ptr<const PromptImages> images;  ///< set_images(); null for a text prompt
-  int slot = -1;                               ///< engine slot while admitted
+  int32_t n_evaluated = 0;               ///< prompt tokens in the KV cache (cached + prefilled)
+  int32_t logits_from = 0;               ///< kLogits: the first position whose logits are returned
+  std::shared_ptr<PromptImages> images;  ///< set_images(); null for a text prompt
+  int slot = -1;                         ///< engine slot while admitted
   Clock::time_point t_start = Clock::now();
   Clock::time_point t_first_token;
 

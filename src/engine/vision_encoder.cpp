@@ -103,7 +103,19 @@ Result<const models::VisionGraph*> VisionEncoder::graph_for(int32_t ph, int32_t 
   return &s->vg;
 }
 
-Result<EncodedImage> VisionEncoder::encode(const Image& image, runtime::Scheduler& scheduler) {
+namespace {
+
+void fnv1a(uint64_t& h, const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+}
+
+}  // namespace
+
+Result<PreparedImage> VisionEncoder::prepare(const Image& image) const {
   const auto t0 = std::chrono::steady_clock::now();
   vision::DecodeOptions dopt;
   dopt.max_pixels = kMaxPixels;
@@ -116,36 +128,53 @@ Result<EncodedImage> VisionEncoder::encode(const Image& image, runtime::Schedule
     const std::string what = image.bytes.empty() ? "image " + image.path : "image";
     return Status(rgb.status().code(), what + ": " + rgb.status().message());
   }
-  GENIEX_ASSIGN_OR_RETURN(vision::PreprocessedImage pre, vision::preprocess_lfm2vl(*rgb, params_));
-  EncodedImage out;
-  GENIEX_ASSIGN_OR_RETURN(out.ids, vision::expand_image_ids(pre.layout, ids_));
+  PreparedImage out;
+  GENIEX_ASSIGN_OR_RETURN(out.pre, vision::preprocess_lfm2vl(*rgb, params_));
+  GENIEX_ASSIGN_OR_RETURN(out.ids, vision::expand_image_ids(out.pre.layout, ids_));
+  out.n_image_tokens = static_cast<int32_t>(std::count(out.ids.begin(), out.ids.end(), ids_.image));
+  // Same views, same pixels: the same features. The key covers what the encoder sees.
+  uint64_t h = 1469598103934665603ull;
+  for (const auto& view : out.pre.views) {
+    const int32_t dims[2] = {view.geometry.size.height, view.geometry.size.width};
+    fnv1a(h, dims, sizeof(dims));
+    fnv1a(h, view.pixels.data(), view.pixels.size() * sizeof(float));
+  }
+  out.hash = h;
+  out.prepare_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+Result<double> VisionEncoder::encode(const PreparedImage& image, runtime::Scheduler& scheduler,
+                                     std::span<float> rows) {
+  const auto t0 = std::chrono::steady_clock::now();
   const size_t e = config_.n_embd_text;
+  if (rows.size() != static_cast<size_t>(image.n_image_tokens) * e)
+    return internal_error("image: " + std::to_string(rows.size() / e) + " rows for " +
+                          std::to_string(image.n_image_tokens) + " <image> tokens");
   const auto p = static_cast<int32_t>(config_.patch_size);
-  for (const auto& view : pre.views) {
+  size_t first = 0;
+  for (const auto& view : image.pre.views) {
     GENIEX_ASSIGN_OR_RETURN(Shape * s, shape_for(view.geometry.patches_h, view.geometry.patches_w));
+    const auto n = static_cast<size_t>(s->vg.n_tokens) * e;
+    if (first + n > rows.size())
+      return internal_error("image: the views give more feature rows than <image> tokens");
     const std::vector<float> patches =
         models::patch_rows(view.pixels, view.geometry.size.height, view.geometry.size.width, p);
-    const size_t first = out.rows.size();
-    out.rows.resize(first + static_cast<size_t>(s->vg.n_tokens) * e);
     graph::Bindings b;
     b.bind_input(s->vg.patches, std::span<const float>(patches));
     b.bind_input(s->vg.pos_embd, std::span<const float>(s->pos));
     b.bind_input(s->vg.positions, std::span<const int32_t>(s->zeros));
     b.bind_input(s->vg.unshuffle, std::span<const int32_t>(s->unshuffle));
     models::bind_vision_weights(s->vg, b);
-    b.bind_output(s->vg.features, std::span<float>(out.rows.data() + first,
-                                                   static_cast<size_t>(s->vg.n_tokens) * e));
+    b.bind_output(s->vg.features, rows.subspan(first, n));
     GENIEX_TRY(scheduler.run(s->vg.graph, b));
-    ++out.n_views;
+    first += n;
   }
-  out.n_image_tokens = static_cast<int32_t>(out.rows.size() / e);
-  const auto n_marked = std::count(out.ids.begin(), out.ids.end(), ids_.image);
-  if (n_marked != out.n_image_tokens)
-    return internal_error("image: " + std::to_string(n_marked) + " <image> tokens for " +
-                          std::to_string(out.n_image_tokens) + " feature rows");
-  out.encode_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return out;
+  if (first != rows.size())
+    return internal_error("image: " + std::to_string(first / e) + " feature rows for " +
+                          std::to_string(image.n_image_tokens) + " <image> tokens");
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace geniex::engine

@@ -1,12 +1,14 @@
 // VisionEncoder: the image side of a vision-language model at run time. It owns the mmproj file,
 // turns an Image (path or encoded bytes) into the prompt ids of its expansion (LFM2-VL markers
-// and one `<image>` token per feature row) and the feature rows themselves, by decoding,
-// preprocessing (bit-exact with transformers) and running each view's encoder graph through the
-// model's scheduler. Graph, position table and unshuffle order are kept per view size.
+// and one `<image>` token per feature row) by decoding and preprocessing (bit-exact with
+// transformers: prepare(), on any thread), and into the feature rows by running each view's
+// encoder graph through the model's scheduler (encode(), on the engine thread, only when a
+// prefill reaches the image). Graph, position table and unshuffle order are kept per view size.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,17 +22,19 @@
 #include "tokenizer/tokenizer.h"
 #include "vision/image_decode.h"
 #include "vision/lfm2vl_geometry.h"
+#include "vision/lfm2vl_preprocess.h"
 #include "vision/lfm2vl_prompt.h"
 
 namespace geniex::engine {
 
-/// One image, ready for the decoder.
-struct EncodedImage {
+/// One image decoded and preprocessed (prepare()), not encoded yet: its expansion in the prompt
+/// and the views the encoder takes.
+struct PreparedImage {
   std::vector<int32_t> ids;  ///< its expansion in the prompt (markers and `<image>` runs)
-  std::vector<float> rows;   ///< one n_embd row per `<image>` id, in order
-  int32_t n_views = 0;
-  int32_t n_image_tokens = 0;
-  double encode_ms = 0.0;  ///< decode + preprocess + encoder
+  vision::PreprocessedImage pre;
+  int32_t n_image_tokens = 0;  ///< `<image>` ids in `ids`: the feature rows encode() writes
+  uint64_t hash = 0;           ///< of the views' sizes and pixel values (the image's cache key)
+  double prepare_ms = 0.0;     ///< decode + preprocess
 };
 
 class VisionEncoder {
@@ -43,9 +47,13 @@ class VisionEncoder {
                                                      const tokenizer::Tokenizer& tok);
   ~VisionEncoder();
 
-  /// Decodes, preprocesses and encodes one image on `scheduler`. kInvalidArgument for an
-  /// undecodable, empty or oversized image.
-  Result<EncodedImage> encode(const Image& image, runtime::Scheduler& scheduler);
+  /// Decodes and preprocesses one image. kInvalidArgument for an undecodable, empty or
+  /// oversized image. Needs no backend: any thread, concurrently with encode().
+  Result<PreparedImage> prepare(const Image& image) const;
+  /// Runs the encoder over the views of `image` on `scheduler`, writing its n_image_tokens
+  /// feature rows (n_embd floats each) to `rows`. Returns the milliseconds it took.
+  Result<double> encode(const PreparedImage& image, runtime::Scheduler& scheduler,
+                        std::span<float> rows);
 
   /// The text of the image marker ("<image>") and its token id.
   [[nodiscard]] const std::string& marker() const { return marker_; }
