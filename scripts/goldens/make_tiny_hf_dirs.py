@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Tiny Hugging Face checkpoint directories -> tests/data/hf/<arch>/ (the sources `geniex convert`
+is tested on), and proof that they are the sources of the committed tiny GGUFs.
+
+Goldens tooling only (not used by the build, the tests or CI).  For each architecture:
+
+ 1. the tokenizer: tokenizer.json + tokenizer_config.json rebuilt from the committed
+    tests/data/models/tiny-<arch>-f32.gguf (make_tiny_models.bpe_from_gguf: tokens, merges,
+    control tokens, the Llama 3 split regex), plus that GGUF's chat template, so no npm download
+    is needed;
+ 2. config + weights exactly as make_tiny_models.py makes them (make_config, build_model: same
+    seed, same generator), saved with save_pretrained (model.safetensors, F32);
+ 3. llama.cpp's converter (convert_tiny_gguf.py, --outtype f32) on the directory: every tensor
+    must be byte-identical to the committed tiny-<arch>-f32.gguf, and every metadata value equal
+    (general.name aside) -- else the script fails, since the directory would not be the source.
+
+Then run make_convert_goldens.py to record llama.cpp's conversions of these directories.
+
+  ~/.cache/geniex-goldens/venv/bin/python scripts/goldens/make_tiny_hf_dirs.py
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import make_tiny_models as mtm  # noqa: E402
+
+REPO = HERE.parents[1]
+OUT = REPO / "tests/data/hf"
+MODELS = REPO / "tests/data/models"
+LLAMA_DIR = mtm.GOLDENS_HOME / "llama_cpp_python-0.3.36/vendor/llama.cpp"
+# The special-token renumbering of the truncated Llama 3.1 vocabulary (tiny_models.json).
+LLAMA_SPECIAL = {"128000": 2032, "128001": 2033, "128008": 2040, "128009": 2041}
+
+
+def gguf_fields(path: Path) -> dict:
+    import gguf
+    r = gguf.GGUFReader(str(path))
+    return {k: f.contents() for k, f in r.fields.items() if not k.startswith("GGUF.")}
+
+
+def gguf_tensors(path: Path) -> dict:
+    import gguf
+    r = gguf.GGUFReader(str(path))
+    return {t.name: (t.tensor_type.name, [int(x) for x in t.shape], bytes(t.data.tobytes())) for t in r.tensors}
+
+
+def make_llama(mdir: Path) -> None:
+    import torch
+    torch.set_num_threads(2)
+    src = MODELS / "tiny-llama-f32.gguf"
+    mtm.bpe_from_gguf(src, mdir)
+    # Llama 3.1's post-processor: ByteLevel, then <|begin_of_text|> before each sequence.
+    tj_path = mdir / "tokenizer.json"
+    tj = json.loads(tj_path.read_text(encoding="utf-8"))
+    tp = tj["post_processor"]
+    bos = tp["single"][0]
+    tp["pair"] = [bos, {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": dict(bos["SpecialToken"], type_id=1)}, {"Sequence": {"id": "B", "type_id": 1}}]
+    tj["post_processor"] = {"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}, tp]}
+    tj_path.write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
+    tc_path = mdir / "tokenizer_config.json"
+    tc = json.loads(tc_path.read_text(encoding="utf-8"))
+    tc["chat_template"] = gguf_fields(src)["tokenizer.chat_template"]
+    tc_path.write_text(json.dumps(tc, ensure_ascii=False, indent=1), encoding="utf-8")
+    cfg = mtm.make_config("llama", {k: v for k, v in LLAMA_SPECIAL.items()})
+    model = mtm.build_model("llama", cfg)
+    model.save_pretrained(mdir, safe_serialization=True)
+
+
+def verify(arch: str, mdir: Path, pre: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "x.gguf"
+        mtm.convert(LLAMA_DIR, mdir, out, "f32", pre)
+        ref = MODELS / f"tiny-{arch}-f32.gguf"
+        a, b = gguf_tensors(out), gguf_tensors(ref)
+        assert list(a) == list(b), f"tensor names differ: {list(a)} vs {list(b)}"
+        bad = [n for n in a if a[n] != b[n]]
+        assert not bad, f"tensors differ from {ref.name}: {bad}"
+        fa, fb = gguf_fields(out), gguf_fields(ref)
+        diff = [k for k in set(fa) | set(fb) if k != "general.name" and fa.get(k) != fb.get(k)]
+        assert not diff, f"metadata differs from {ref.name}: {diff}"
+    print(f"  {arch}: llama.cpp's conversion of {mdir.relative_to(REPO)} == {ref.name} (tensors and metadata)")
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    mdir = OUT / "llama"
+    make_llama(mdir)
+    verify("llama", mdir, "llama-bpe")
+    for p in sorted(mdir.iterdir()):
+        print(f"  {p.relative_to(REPO)}  {p.stat().st_size} B")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

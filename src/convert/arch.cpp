@@ -1,0 +1,14 @@
+#include "convert/arch.h"
+
+namespace geniex::convert {
+
+Result<std::unique_ptr<ArchConverter>> make_arch_converter(const HfConfig& cfg) {
+  if (cfg.hf_arch == "LlamaForCausalLM" || cfg.hf_arch == "MistralForCausalLM") {
+    return make_llama_converter(cfg);
+  }
+  return unimplemented(cfg.path + ": architecture '" + cfg.hf_arch +
+                       "' is not supported by geniex convert (supported: LlamaForCausalLM, "
+                       "MistralForCausalLM)");
+}
+
+}  // namespace geniex::convert

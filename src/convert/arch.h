@@ -1,0 +1,51 @@
+// One Hugging Face architecture's conversion rules: its GGUF architecture name, the
+// hyperparameters beyond the common text ones, tensor renaming and per-tensor transforms,
+// and generated tensors. One implementation per file (arch_llama.cpp, ...).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convert/text_params.h"
+#include "core/status.h"
+#include "gguf/gguf_writer.h"
+
+namespace geniex::convert {
+
+/// A tensor on its way to the file: f32 values and a PyTorch-order shape (outermost first).
+struct ConvTensor {
+  std::string name;             ///< GGUF name
+  std::vector<uint64_t> shape;  ///< outermost first
+  std::vector<float> values;
+};
+
+/// Conversion rules of one architecture family.
+class ArchConverter {
+ public:
+  virtual ~ArchConverter() = default;
+  /// general.architecture.
+  [[nodiscard]] virtual std::string gguf_arch() const = 0;
+  /// Hyperparameters beyond add_text_params (written right after them).
+  virtual Status add_params(const HfConfig& cfg, gguf::GgufWriter& w) const = 0;
+  /// The GGUF name of HF tensor `hf_name`; nullopt for tensors the converter drops.
+  /// An unknown name is an error that names it.
+  [[nodiscard]] virtual Result<std::optional<std::string>> map_name(
+      std::string_view hf_name) const = 0;
+  /// Transforms a tensor in place (e.g. the Q/K row permutation); `hf_name` is the source name.
+  virtual Status transform(std::string_view hf_name, ConvTensor& t) const = 0;
+  /// Tensors generated from the config (written before the checkpoint's own).
+  [[nodiscard]] virtual Result<std::vector<ConvTensor>> extra_tensors() const = 0;
+};
+
+/// The converter for config.json's architectures[0]; kUnimplemented naming the class and
+/// listing the supported ones otherwise.
+Result<std::unique_ptr<ArchConverter>> make_arch_converter(const HfConfig& cfg);
+
+/// LlamaForCausalLM / MistralForCausalLM (arch_llama.cpp).
+Result<std::unique_ptr<ArchConverter>> make_llama_converter(const HfConfig& cfg);
+
+}  // namespace geniex::convert

@@ -1,0 +1,158 @@
+#include "convert/convert.h"
+
+#include <cmath>
+#include <cstdio>
+#include <regex>
+
+#include "convert/arch.h"
+#include "convert/hf_vocab.h"
+#include "convert/safetensors.h"
+#include "convert/text_params.h"
+#include "gguf/gguf_writer.h"
+
+namespace geniex::convert {
+namespace {
+
+using gguf::Value;
+using gguf::ValueType;
+
+OutType resolve_outtype(OutType t, const SafetensorsModel& st) {
+  if (t != OutType::kAuto) return t;
+  for (const StTensor* s : st.tensors()) {  // the first tensor of 2+ dims decides
+    if (s->shape.size() < 2) continue;
+    if (s->dtype == StDType::kBF16) return OutType::kBF16;
+    if (s->dtype == StDType::kF16) return OutType::kF16;
+    break;
+  }
+  return OutType::kF16;
+}
+
+Status add_tensor(gguf::GgufWriter& w, ConvTensor& t, OutType out, uint64_t& n_params) {
+  std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());  // GGML order: innermost first
+  if (ne.empty()) ne.push_back(1);
+  const uint64_t row = ne[0];
+  const GgmlType type = choose_type(t.name, t.shape.size(), row, out);
+  GENIEX_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, encode(t.values, row, type));
+  n_params += t.values.size();
+  return w.add_tensor(t.name, type, std::move(ne), bytes);
+}
+
+}  // namespace
+
+std::string size_label(uint64_t n) {
+  const auto x = static_cast<double>(n);
+  double scaled = x * 1e-3;
+  const char* suffix = "K";
+  if (x > 1e12) {
+    scaled = x * 1e-12;
+    suffix = "T";
+  } else if (x > 1e9) {
+    scaled = x * 1e-9;
+    suffix = "B";
+  } else if (x > 1e6) {
+    scaled = x * 1e-6;
+    suffix = "M";
+  }
+  std::string digits = std::to_string(static_cast<uint64_t>(std::nearbyint(scaled)));
+  digits.erase(0, digits.find_first_not_of('0'));
+  const int fix = std::max(2 - static_cast<int>(digits.size()), 0);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f%s", fix, scaled, suffix);
+  return buf;
+}
+
+std::string name_from_dir(const std::string& dir) {
+  std::string base = dir;
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  if (const size_t slash = base.rfind('/'); slash != std::string::npos)
+    base = base.substr(slash + 1);
+  for (char& c : base) {
+    if (c == '-') c = ' ';
+  }
+  static const std::regex kVersion(R"(^(v\d+(?:\.\d+)*|\d.*)$)");
+  std::string out;
+  size_t i = 0;
+  while (i < base.size()) {
+    while (i < base.size() && base[i] == ' ') ++i;
+    size_t j = i;
+    while (j < base.size() && base[j] != ' ') ++j;
+    if (j == i) break;
+    std::string word = base.substr(i, j - i);
+    const bool lower =
+        std::any_of(word.begin(), word.end(),
+                    [](char c) { return std::islower(static_cast<unsigned char>(c)); }) &&
+        std::none_of(word.begin(), word.end(),
+                     [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
+    if (lower && !std::regex_match(word, kVersion)) {
+      bool start = true;  // str.title(): upper after any non-letter
+      for (char& c : word) {
+        const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;
+        if (alpha && start) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+        start = !alpha;
+      }
+    }
+    out += (out.empty() ? "" : " ") + word;
+    i = j;
+  }
+  return out;
+}
+
+Result<ConvertReport> convert_hf_to_gguf(const std::string& hf_dir, const std::string& out_path,
+                                         const ConvertOptions& opts) {
+  GENIEX_ASSIGN_OR_RETURN(HfConfig cfg, load_hf_config(hf_dir));
+  GENIEX_ASSIGN_OR_RETURN(std::unique_ptr<ArchConverter> arch, make_arch_converter(cfg));
+  GENIEX_ASSIGN_OR_RETURN(SafetensorsModel st, SafetensorsModel::open_dir(hf_dir));
+  GENIEX_ASSIGN_OR_RETURN(uint64_t n_block, cfg.require_uint({"n_layers", "num_hidden_layers",
+                                                              "n_layer", "num_layers"}));
+  GENIEX_ASSIGN_OR_RETURN(uint64_t vocab_size, cfg.require_uint({"vocab_size"}));
+  if (n_block > UINT32_MAX || vocab_size > UINT32_MAX) {
+    return invalid_argument(cfg.path + ": layer count or vocab_size out of range");
+  }
+
+  ConvertReport report;
+  report.hf_arch = cfg.hf_arch;
+  report.gguf_arch = arch->gguf_arch();
+  report.outtype = resolve_outtype(opts.outtype, st);
+
+  gguf::GgufWriter w;
+  w.set("general.architecture", Value::of_string(report.gguf_arch));
+  w.set("general.type", Value::of_string("model"));
+  w.set("general.name",
+        Value::of_string(opts.model_name.empty() ? name_from_dir(hf_dir) : opts.model_name));
+  w.set("general.size_label", Value::of_string(""));  // known once the tensors are in
+  GENIEX_TRY(add_text_params(cfg, report.gguf_arch, static_cast<uint32_t>(n_block),
+                             file_type_of(report.outtype), w));
+  GENIEX_TRY(arch->add_params(cfg, w));
+  w.set("general.quantization_version", Value::of_uint(ValueType::kUint32, 2));
+  VocabInputs vin;
+  vin.dir = hf_dir;
+  vin.config = &cfg.params;
+  vin.vocab_size = static_cast<uint32_t>(vocab_size);
+  vin.tokenizer_pre = opts.tokenizer_pre;
+  GENIEX_TRY(add_bpe_vocab(vin, w));
+
+  GENIEX_ASSIGN_OR_RETURN(std::vector<ConvTensor> extra, arch->extra_tensors());
+  for (ConvTensor& t : extra) GENIEX_TRY(add_tensor(w, t, report.outtype, report.n_params));
+  for (const StTensor* s : st.tensors()) {
+    GENIEX_ASSIGN_OR_RETURN(std::optional<std::string> name, arch->map_name(s->name));
+    if (!name) continue;
+    ConvTensor t;
+    t.name = std::move(*name);
+    t.shape = s->shape;
+    GENIEX_ASSIGN_OR_RETURN(t.values, decode_to_f32(*s));
+    GENIEX_TRY(arch->transform(s->name, t));
+    GENIEX_TRY(add_tensor(w, t, report.outtype, report.n_params));
+    ++report.n_tensors;
+  }
+  report.n_tensors += extra.size();
+  w.set("general.size_label", Value::of_string(size_label(report.n_params)));
+  GENIEX_TRY(w.write(out_path));
+  if (std::FILE* f = std::fopen(out_path.c_str(), "rb")) {
+    std::fseek(f, 0, SEEK_END);
+    report.file_bytes = static_cast<uint64_t>(std::ftell(f));
+    std::fclose(f);
+  }
+  return report;
+}
+
+}  // namespace geniex::convert

@@ -1,0 +1,129 @@
+// geniex convert end to end: the committed tiny llama checkpoint (tests/data/hf/llama) against
+// the committed llama.cpp conversion of the same weights (tests/data/models/tiny-llama-*.gguf):
+// same metadata (provenance keys aside), same tensor names, types, shapes and bytes. Plus the
+// errors a user meets: missing files, unknown architectures, nothing left behind on failure.
+#include "convert/convert.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "gguf/gguf_reader.h"
+
+namespace geniex::convert {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("geniex_convert_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+std::string source_dir() {
+  const char* root = std::getenv("GENIEX_SOURCE_DIR");
+  return root != nullptr ? root : ".";
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// The committed tiny llama checkpoint is the source of the committed llama.cpp F32 conversion
+// (scripts/goldens/make_tiny_hf_dirs.py checks that); ours must be the same file, byte for byte.
+TEST_F(TempDir, TinyLlamaF32IsByteIdenticalToLlamaCpp) {
+  const std::string out = (dir_ / "llama").string() + ".gguf";
+  ConvertOptions opts;
+  opts.outtype = OutType::kF32;
+  auto r = convert_hf_to_gguf(source_dir() + "/tests/data/hf/llama", out, opts);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->gguf_arch, "llama");
+  EXPECT_EQ(r->n_tensors, 31u);
+  const auto ours = read_bytes(out);
+  const auto theirs = read_bytes(source_dir() + "/tests/data/models/tiny-llama-f32.gguf");
+  ASSERT_FALSE(theirs.empty());
+  if (ours != theirs) {
+    auto a = gguf::GgufFile::open(out);
+    auto b = gguf::GgufFile::open(source_dir() + "/tests/data/models/tiny-llama-f32.gguf");
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (size_t i = 0; i < std::min(a->metadata().size(), b->metadata().size()); ++i) {
+      EXPECT_EQ(a->metadata()[i].key, b->metadata()[i].key);
+      EXPECT_TRUE(a->metadata()[i].value == b->metadata()[i].value) << a->metadata()[i].key;
+    }
+    EXPECT_EQ(a->metadata().size(), b->metadata().size());
+    ASSERT_EQ(a->tensors().size(), b->tensors().size());
+    for (size_t i = 0; i < a->tensors().size(); ++i) {
+      const auto& x = a->tensors()[i];
+      const auto& y = b->tensors()[i];
+      EXPECT_EQ(x.name, y.name);
+      EXPECT_EQ(x.type, y.type) << x.name;
+      EXPECT_TRUE(x.data.size() == y.data.size() &&
+                  std::equal(x.data.begin(), x.data.end(), y.data.begin()))
+          << x.name;
+    }
+    FAIL() << "files differ";
+  }
+}
+
+TEST(ConvertNames, SizeLabelAsGgufPy) {
+  EXPECT_EQ(size_label(373'000), "373K");
+  EXPECT_EQ(size_label(1'500), "1.5K");
+  EXPECT_EQ(size_label(135'000'000), "135M");
+  EXPECT_EQ(size_label(1'240'000'000), "1.2B");
+  EXPECT_EQ(size_label(8'030'000'000), "8.0B");
+}
+
+TEST(ConvertNames, NameFromDirectory) {
+  EXPECT_EQ(name_from_dir("/x/llama"), "Llama");
+  EXPECT_EQ(name_from_dir("/x/tiny-llama/"), "Tiny Llama");
+  EXPECT_EQ(name_from_dir("Qwen3-0.6B"), "Qwen3 0.6B");
+  EXPECT_EQ(name_from_dir("my-model-v2"), "My Model v2");
+}
+
+TEST(ConvertOutType, Parse) {
+  EXPECT_EQ(*parse_outtype("q8_0"), OutType::kQ8_0);
+  EXPECT_EQ(*parse_outtype("bf16"), OutType::kBF16);
+  EXPECT_FALSE(parse_outtype("q4_0").ok());
+}
+
+TEST_F(TempDir, MissingConfigIsNamed) {
+  const auto out = (dir_ / "out.gguf").string();
+  const Status s = convert_hf_to_gguf(dir_.string(), out).status();
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("config.json"), std::string::npos) << s.message();
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(TempDir, UnknownArchitectureIsNamed) {
+  std::ofstream(dir_ / "config.json") << R"({"architectures":["FancyNetForCausalLM"]})";
+  const auto out = (dir_ / "out.gguf").string();
+  const Status s = convert_hf_to_gguf(dir_.string(), out).status();
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(s.message().find("FancyNetForCausalLM"), std::string::npos) << s.message();
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(TempDir, ConfigWithoutArchitectures) {
+  std::ofstream(dir_ / "config.json") << R"({"hidden_size": 8})";
+  const Status s = convert_hf_to_gguf(dir_.string(), (dir_ / "o.gguf").string()).status();
+  EXPECT_NE(s.message().find("architectures"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace geniex::convert
