@@ -173,8 +173,22 @@ const Row kRows[] = {
   {"npu_qnn", "Add", kF32F16, "", kMaxRel, 2e-3,
    "fp16 operands and sum, each off by up to half an fp16 ulp (measured <= 6.0e-4)"},
   {"npu_qnn", "Mul", kF32F16, "", kMaxRel, 2e-3, "fp16 operands and product (measured <= 5.9e-4)"},
+  {"npu_qnn", "MatMul", types({T::kBF16}), "", kNmse, 1e-5,
+   "BF16 weights widened at compile, fp16 on the HTP (measured <= 3.0e-6)"},
+  {"npu_qnn", "MatMul", ~types({T::kF32, T::kF16, T::kBF16}), "", kNmse, 5e-4,
+   "block weights dequantized at compile, fp16 on the HTP; the reference rounds activations to "
+   "Q8_0 / Q8_1 / Q8_K, the HTP keeps them in fp16: most of the difference is the reference's "
+   "own rounding (measured <= 1.4e-4, IQ4_XS)"},
+  {"npu_qnn", "MatMul", ~kF32F16, "zeros", kExact, 0, "zero activations give exact zeros"},
+  {"npu_qnn", "Embedding", ~kF32F16, "", kNmse, 1e-6,
+   "rows dequantized at compile, held in fp16 (measured <= 6.4e-8)"},
   {"npu_qnn", "Embedding", kF32F16, "", kNmse, 1e-6,
    "Gather of a static table held in fp16 (measured <= 5.9e-8 from F32, ~1e-14 from F16)"},
+  {"npu_qnn", "TwoLayers", types({T::kF16}), "", kNmse, 1e-3,
+   "two whole layers on the HTP in fp16 over F16 caches, Q4_0 weights dequantized at compile, the "
+   "reference's activations rounded to Q8_0 (measured 9.4e-5 prefill, 1.5e-4 decode)"},
+  {"npu_qnn", "TwoLayers", types({T::kF16}), "state", kNmse, 1e-3,
+   "k / v those layers wrote through CacheWrite (host scatter, RNE)"},
   {"npu_qnn", "Rope", kF32, "", kNmse, 1e-6,
    "x * cos + rot(x) * sin in fp16; cos / sin from the host in double (measured <= 1.5e-7)"},
   {"npu_qnn", "Attention", kF32F16, "", kNmse, 1e-4,

@@ -15,6 +15,7 @@
 #include "backends/npu/qnn/qnn_cache.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
+#include "quant/quant.h"
 
 namespace geniex::npu_qnn {
 
@@ -146,14 +147,20 @@ Result<std::vector<float>*> Builder::weight_values(const geniex_npu_tensor& t) {
   uint64_t n = 1;
   for (int64_t d : t.ne) n *= static_cast<uint64_t>(d);
   auto v = std::make_unique<std::vector<float>>(n);
-  if (t.dtype == static_cast<uint32_t>(GgmlType::kF32) && t.data_bytes == n * 4) {
-    std::memcpy(v->data(), t.data, n * 4);
-  } else if (t.dtype == static_cast<uint32_t>(GgmlType::kF16) && t.data_bytes == n * 2) {
-    const auto* h = static_cast<const uint16_t*>(t.data);
-    for (uint64_t i = 0; i < n; ++i) (*v)[i] = fp16_to_fp32(h[i]);
-  } else {
+  // Any dequantizable type, row by row, to f32 (HTP holds the static tensor in fp16).
+  const auto type = static_cast<GgmlType>(t.dtype);
+  const auto row = ggml_row_bytes(type, static_cast<uint64_t>(t.ne[0]));
+  const uint64_t rows = n / static_cast<uint64_t>(t.ne[0]);
+  if (!quant::can_dequantize(type) || !row || t.data_bytes != *row * rows) {
     return unimplemented("qnn-htp: weight '" + std::string(t.name) + "' of type " +
-                         std::to_string(t.dtype) + " (only F32 and F16 weights)");
+                         std::to_string(t.dtype) + " (" + std::to_string(t.data_bytes) +
+                         " bytes) cannot be dequantized");
+  }
+  const auto* src = static_cast<const uint8_t*>(t.data);
+  const auto e = static_cast<size_t>(t.ne[0]);
+  for (uint64_t r = 0; r < rows; ++r) {
+    GENIEX_TRY(quant::dequantize_row(type, std::span<const uint8_t>(src + r * *row, *row),
+                                     std::span<float>(v->data() + r * e, e)));
   }
   keep_.push_back(std::move(v));
   return keep_.back().get();

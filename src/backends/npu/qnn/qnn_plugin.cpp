@@ -14,6 +14,7 @@
 #include "backends/npu/plugin_call.h"
 #include "backends/npu/qnn/qnn_cache.h"
 #include "core/dtype.h"
+#include "quant/quant.h"
 
 namespace geniex::npu_qnn {
 namespace {
@@ -87,16 +88,24 @@ constexpr uint64_t bit(GgmlType t) { return uint64_t{1} << static_cast<uint32_t>
 
 void fill_caps(Device& d) {
   const uint64_t f32 = bit(GgmlType::kF32);
-  // Weights (MatMul, Embedding, and Add / Mul / RmsNorm constants) and KV states are F32 or
-  // F16, computed in fp16. Every op kind of the ABI is lowered (quantized weights and caches
-  // are not: the int8 / int16 HTP path is not done).
-  const uint64_t weights = f32 | bit(GgmlType::kF16);
+  // Every op kind of the ABI is lowered, computed in fp16; KV states are F32 or F16 (quantized
+  // caches are not lowered).
+  const uint64_t kv = f32 | bit(GgmlType::kF16);
+  // Weights of any type the quant module dequantizes, widened at compile time (HTP holds them in
+  // fp16: the int8 / int4 HTP path is not done).
+  uint64_t weights = 0;
+  for (uint32_t id = 0; id < 64; ++id) {
+    if (ggml_type_traits(id).has_value() && quant::can_dequantize(static_cast<GgmlType>(id))) {
+      weights |= uint64_t{1} << id;
+    }
+  }
+  // clang-format off
   d.op_caps = {
-      {GENIEX_NPU_OP_EMBEDDING, weights},  // table F32 / F16
+      {GENIEX_NPU_OP_EMBEDDING, weights},  // table: any dequantizable type
       {GENIEX_NPU_OP_MATMUL, weights},
       {GENIEX_NPU_OP_RMS_NORM, f32},
       {GENIEX_NPU_OP_ROPE, f32},
-      {GENIEX_NPU_OP_ATTENTION, weights},  // k / v F32 / F16
+      {GENIEX_NPU_OP_ATTENTION, kv},       // k / v F32 / F16
       {GENIEX_NPU_OP_SOFTMAX, f32},
       {GENIEX_NPU_OP_GELU, f32},
       {GENIEX_NPU_OP_SILU, f32},
@@ -107,8 +116,9 @@ void fill_caps(Device& d) {
       {GENIEX_NPU_OP_GLU, f32},
       {GENIEX_NPU_OP_RESHAPE, f32},
       {GENIEX_NPU_OP_GET_ROWS, f32},
-      {GENIEX_NPU_OP_CACHE_WRITE, weights},  // state F32 / F16
+      {GENIEX_NPU_OP_CACHE_WRITE, kv},     // state F32 / F16
   };
+  // clang-format on
   std::erase_if(d.op_caps, [&](const geniex_npu_op_cap& c) {
     return std::find(d.config.refuse_ops.begin(), d.config.refuse_ops.end(), c.kind) !=
            d.config.refuse_ops.end();

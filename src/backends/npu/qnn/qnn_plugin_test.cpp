@@ -108,7 +108,7 @@ TEST_F(QnnRuntime, AnswersHonestlyPerOpAndType) {
   EXPECT_EQ(npu_->supports(c.g, mm32).level, Support::kNative);
   EXPECT_EQ(npu_->supports(c.g, mm16).level, Support::kNative);
   EXPECT_EQ(npu_->supports(c.g, norm).level, Support::kNative);
-  EXPECT_EQ(npu_->supports(c.g, mmq).level, Support::kUnsupported);  // int8 path: not yet
+  EXPECT_EQ(npu_->supports(c.g, mmq).level, Support::kNative);  // dequantized at compile
   EXPECT_EQ(npu_->supports(c.g, silu).level, Support::kNative);
   EXPECT_EQ(npu_->supports(c.g, soft).level, Support::kNative);
   // Not in the plugin ABI: always elsewhere.
