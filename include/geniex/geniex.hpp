@@ -173,6 +173,12 @@ struct GenerationConfig {
   /// tokens masked) and the first candidate it accepts is generated, so it may update its
   /// own state when it returns true. No acceptable token -> kInvalidArgument.
   std::function<bool(int32_t token)> token_filter;
+  /// Structured output: a JSON Schema (as JSON text) the generated text must satisfy. Sampling
+  /// is constrained byte by byte, so the output is always a prefix of one JSON value that
+  /// validates, and a complete one when generation ends at end-of-generation (not max_tokens).
+  /// The supported subset is documented in docs/structured-output.md; a schema outside it is
+  /// kInvalidArgument naming the keyword. Combines with token_filter (both must accept).
+  std::string json_schema;
   /// Called on the caller's thread as the prompt is evaluated: prompt tokens in the context so
   /// far (cached ones included) and the prompt's length; the last call has done == total.
   /// Optional (progress bars for long prompts).

@@ -1,13 +1,16 @@
 // GenerationConfig hooks used by front ends (the OpenAI server): per-token log-probabilities
-// (logprobs / on_logprobs) and constrained sampling (token_filter), on the tiny test models.
+// (logprobs / on_logprobs) and constrained sampling (token_filter, json_schema), on the tiny test
+// models.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "engine/json_schema/schema.h"
 #include "geniex/geniex.hpp"
 
 namespace geniex {
@@ -125,6 +128,52 @@ TEST(GenerationHooks, TokenFilterAcceptingNothingIsAnError) {
   auto gen = m.generate("Hello world", c);
   ASSERT_FALSE(gen.ok());
   EXPECT_EQ(gen.status().code(), StatusCode::kInvalidArgument);
+}
+
+// A random-weight model held to a schema: whatever it would say, greedy or sampled, the text is
+// one JSON value that validates, and generation ends at end-of-generation right after it.
+TEST(GenerationHooks, JsonSchemaOutputAlwaysValidates) {
+  Model m = load();
+  const std::string schema = R"({"type": "object", "properties": {
+      "name": {"enum": ["ada", "bob"]},
+      "n": {"type": "integer", "minimum": 0, "maximum": 99},
+      "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2},
+      "ok": {"type": "boolean"}},
+    "required": ["name", "n", "ok"], "additionalProperties": false})";
+  auto compiled = engine::json_schema::compile(schema);
+  ASSERT_TRUE(compiled.ok());
+  for (uint64_t seed : {0u, 1u, 2u, 3u}) {
+    GenerationConfig c = greedy(400);
+    if (seed > 0) {
+      c.temperature = 1.0f;
+      c.seed = seed;
+    }
+    c.json_schema = schema;
+    auto gen = m.generate("Hello world", c);
+    ASSERT_TRUE(gen.ok()) << gen.status().to_string();
+    EXPECT_EQ(gen->stop_reason, StopReason::kEndOfGeneration)
+        << "seed " << seed << ": " << gen->text;
+    std::string pieces;
+    for (const int32_t t : gen->tokens)
+      pieces += "[" + std::to_string(t) + ":" + m.token_piece(t) + "]";
+    EXPECT_TRUE(engine::json_schema::validates(*compiled, gen->text))
+        << "seed " << seed << ": " << nlohmann::json(gen->text).dump() << "\n"
+        << pieces;
+  }
+}
+
+TEST(GenerationHooks, UnsupportedJsonSchemasAreInvalidArguments) {
+  Model m = load();
+  GenerationConfig c = greedy(4);
+  c.json_schema = R"({"type": "string", "pattern": "[a-z]+"})";
+  auto gen = m.generate("Hello world", c);
+  ASSERT_FALSE(gen.ok());
+  EXPECT_EQ(gen.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(gen.status().message().find("'pattern'"), std::string::npos) << gen.status().message();
+  c.json_schema = "{broken";
+  EXPECT_EQ(m.generate("Hello world", c).status().code(), StatusCode::kInvalidArgument);
+  c.json_schema.clear();
+  EXPECT_TRUE(m.generate("Hello world", c).ok()) << "the model stays usable";
 }
 
 }  // namespace

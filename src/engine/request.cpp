@@ -86,6 +86,11 @@ Result<std::unique_ptr<Request>> Request::create(Kind kind, std::span<const int3
     r->stops_.emplace(std::move(stops));
     r->decoder_.emplace(tok.stream_decoder(tokenizer::DecodeOptions{}));
     r->history_ = r->prompt;
+    if (!config.json_schema.empty()) {
+      GENIEX_ASSIGN_OR_RETURN(json_schema::Schema schema, json_schema::compile(config.json_schema));
+      r->schema_ = std::make_shared<const json_schema::Schema>(std::move(schema));
+      r->json_.emplace(*r->schema_);
+    }
   }
   r->gen_.prompt_tokens = r->prompt;
   r->gen_.timings.prompt_tokens = static_cast<int32_t>(r->prompt.size());
@@ -154,7 +159,22 @@ Status Request::on_logits(std::span<const float> logits) {
     return {};
   }
   int32_t token = -1;
-  if (config.token_filter) {
+  if (json_) {
+    // The schema first (it may advance only for the token generated), then the caller's filter.
+    const std::function<bool(int32_t)> accept = [this](int32_t t) {
+      json_schema::Matcher next = *json_;
+      if (tok_->is_eog(t)) {
+        if (!json_->complete()) return false;
+      } else {
+        const std::string piece = tok_->token_to_piece(t, false);
+        if (piece.empty() || !next.feed(piece)) return false;
+      }
+      if (config.token_filter && !config.token_filter(t)) return false;
+      *json_ = std::move(next);
+      return true;
+    };
+    GENIEX_ASSIGN_OR_RETURN(token, sample_accepted(*sampler_, logits, history_, accept, masked_));
+  } else if (config.token_filter) {
     GENIEX_ASSIGN_OR_RETURN(
         token, sample_accepted(*sampler_, logits, history_, config.token_filter, masked_));
   } else {

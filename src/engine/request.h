@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/json_schema/matcher.h"
 #include "engine/sampling/sampler.h"
 #include "engine/sampling/stop_matcher.h"
 #include "geniex/geniex.hpp"
@@ -127,6 +128,8 @@ class Request {
   const tokenizer::Tokenizer* tok_ = nullptr;
   std::vector<int32_t> history_;
   std::vector<float> masked_;
+  std::shared_ptr<const json_schema::Schema> schema_;  ///< config.json_schema, compiled
+  std::optional<json_schema::Matcher> json_;           ///< what the output has matched so far
   std::optional<TokenLogprobs> pending_logprobs_;
   int32_t next_token_ = -1;
   std::atomic<bool> done_{false};
