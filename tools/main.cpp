@@ -8,6 +8,7 @@
 
 #include "cmd_bench.h"
 #include "cmd_compile.h"
+#include "cmd_convert.h"
 #include "cmd_inspect.h"
 #include "cmd_list.h"
 #include "cmd_perplexity.h"
@@ -30,12 +31,12 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", "geniex " GENIEX_VERSION_STRING);
   app.require_subcommand(1);
 
-  // One line per subcommand; later: quantize, convert.
+  // One line per subcommand; later: quantize.
   const std::vector<Command> commands = {
       register_run(app),      register_chat(app),       register_inspect(app),
       register_tokenize(app), register_detokenize(app), register_bench(app),
       register_serve(app),    register_perplexity(app), register_list(app),
-      register_pull(app),     register_compile(app),
+      register_pull(app),     register_compile(app),    register_convert(app),
   };
 
   // llama.cpp's single-dash long flags become ours; CLI11 wants argv in reverse order.

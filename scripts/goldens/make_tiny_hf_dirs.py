@@ -16,7 +16,7 @@ Goldens tooling only (not used by the build, the tests or CI).  For each archite
 
 Then run make_convert_goldens.py to record llama.cpp's conversions of these directories.
 
-  ~/.cache/geniex-goldens/venv/bin/python scripts/goldens/make_tiny_hf_dirs.py
+  ~/.cache/geniex-goldens/venv/bin/python scripts/goldens/make_tiny_hf_dirs.py [ARCH ...]
 """
 from __future__ import annotations
 
@@ -74,6 +74,43 @@ def make_llama(mdir: Path) -> None:
     model.save_pretrained(mdir, safe_serialization=True)
 
 
+QWEN_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+              r"\s*[\r\n]+|\s+(?!\S)|\s+")
+# The special-token renumbering of the truncated Qwen3 vocabulary (tiny_models.json).
+QWEN_SPECIAL = {"151643": 2022, "151645": 2024}
+
+
+def make_qwen(arch: str, mdir: Path) -> None:
+    """Qwen3's tokenizer layout: NFC, the Qwen2 split regex, a ByteLevel post-processor (no BOS),
+    control tokens special, the <think>/<tool_call>-like user-defined tokens not special."""
+    import gguf
+    import torch
+    torch.set_num_threads(2)
+    src = MODELS / f"tiny-{arch}-f32.gguf"
+    mtm.bpe_from_gguf(src, mdir)
+    r = gguf.GGUFReader(str(src))
+    toks = r.fields["tokenizer.ggml.tokens"].contents()
+    types = r.fields["tokenizer.ggml.token_type"].contents()
+    tj_path = mdir / "tokenizer.json"
+    tj = json.loads(tj_path.read_text(encoding="utf-8"))
+    tj["normalizer"] = {"type": "NFC"}
+    tj["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN_SPLIT
+    tj["post_processor"] = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False}
+    tj["added_tokens"] = [{"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
+                           "normalized": False, "special": int(types[i]) == 3}
+                          for i, t in enumerate(toks) if int(types[i]) in (3, 4)]
+    tj_path.write_text(json.dumps(tj, ensure_ascii=False), encoding="utf-8")
+    tc = {"add_bos_token": False, "add_prefix_space": False, "bos_token": None, "eos_token": toks[QWEN_SPECIAL["151645"]],
+          "pad_token": toks[QWEN_SPECIAL["151643"]], "unk_token": None, "errors": "replace",
+          "model_max_length": 131072, "split_special_tokens": False, "tokenizer_class": "PreTrainedTokenizerFast",
+          "chat_template": gguf_fields(src)["tokenizer.chat_template"],
+          "added_tokens_decoder": {str(a["id"]): {k: v for k, v in a.items() if k != "id"} for a in tj["added_tokens"]}}
+    (mdir / "tokenizer_config.json").write_text(json.dumps(tc, ensure_ascii=False, indent=1), encoding="utf-8")
+    cfg = mtm.make_config(arch, dict(QWEN_SPECIAL))
+    model = mtm.build_model(arch, cfg)
+    model.save_pretrained(mdir, safe_serialization=True)
+
+
 def verify(arch: str, mdir: Path, pre: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "x.gguf"
@@ -91,11 +128,17 @@ def verify(arch: str, mdir: Path, pre: str) -> None:
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    mdir = OUT / "llama"
-    make_llama(mdir)
-    verify("llama", mdir, "llama-bpe")
-    for p in sorted(mdir.iterdir()):
-        print(f"  {p.relative_to(REPO)}  {p.stat().st_size} B")
+    archs = sys.argv[1:] or ["llama", "qwen2", "qwen3"]
+    for arch in archs:
+        mdir = OUT / arch
+        if arch == "llama":
+            make_llama(mdir)
+            verify(arch, mdir, "llama-bpe")
+        else:
+            make_qwen(arch, mdir)
+            verify(arch, mdir, "qwen2")
+        for p in sorted(mdir.iterdir()):
+            print(f"  {p.relative_to(REPO)}  {p.stat().st_size} B")
     return 0
 
 
