@@ -50,10 +50,11 @@ def gguf_tensors(path: Path) -> dict:
     return {t.name: (t.tensor_type.name, [int(x) for x in t.shape], bytes(t.data.tobytes())) for t in r.tensors}
 
 
-def make_llama(mdir: Path) -> None:
+def make_llama(arch: str, mdir: Path) -> None:
+    """llama and mistral: the truncated Llama 3.1 vocabulary."""
     import torch
     torch.set_num_threads(2)
-    src = MODELS / "tiny-llama-f32.gguf"
+    src = MODELS / f"tiny-{arch}-f32.gguf"
     mtm.bpe_from_gguf(src, mdir)
     # Llama 3.1's post-processor: ByteLevel, then <|begin_of_text|> before each sequence.
     tj_path = mdir / "tokenizer.json"
@@ -69,8 +70,8 @@ def make_llama(mdir: Path) -> None:
     tc = json.loads(tc_path.read_text(encoding="utf-8"))
     tc["chat_template"] = gguf_fields(src)["tokenizer.chat_template"]
     tc_path.write_text(json.dumps(tc, ensure_ascii=False, indent=1), encoding="utf-8")
-    cfg = mtm.make_config("llama", {k: v for k, v in LLAMA_SPECIAL.items()})
-    model = mtm.build_model("llama", cfg)
+    cfg = mtm.make_config(arch, dict(LLAMA_SPECIAL))
+    model = mtm.build_model(arch, cfg)
     model.save_pretrained(mdir, safe_serialization=True)
 
 
@@ -128,11 +129,11 @@ def verify(arch: str, mdir: Path, pre: str) -> None:
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    archs = sys.argv[1:] or ["llama", "qwen2", "qwen3"]
+    archs = sys.argv[1:] or ["llama", "mistral", "qwen2", "qwen3"]
     for arch in archs:
         mdir = OUT / arch
-        if arch == "llama":
-            make_llama(mdir)
+        if arch in ("llama", "mistral"):
+            make_llama(arch, mdir)
             verify(arch, mdir, "llama-bpe")
         else:
             make_qwen(arch, mdir)
