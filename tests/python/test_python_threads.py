@@ -108,3 +108,26 @@ def test_ctrl_c_raises_keyboard_interrupt_within_half_a_second(gemma_gguf, build
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_process_exits_cleanly_after_generations_with_cancel_tokens_and_streams(gemma_gguf):
+    # Generation threads must never hold Python objects: one that drops the last reference to
+    # one at interpreter exit would take the GIL while Python finalizes ("terminate called").
+    child = textwrap.dedent("""
+        import sys, geniex
+        m = geniex.load(sys.argv[1], device="cpu", n_threads=2)
+        tok = geniex.CancelToken()
+        m.generate("Hi", max_tokens=4, cancel=tok, on_token=lambda t, i: None)
+        s = m.stream("Hello", max_tokens=64, cancel=geniex.CancelToken())
+        next(iter(s))
+        tok2 = geniex.CancelToken()
+        m.generate("Hey", max_tokens=2, cancel=tok2)
+        print("DONE", flush=True)
+    """)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(geniex.__file__).parent.parent),
+                                         env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-c", child, str(gemma_gguf)], capture_output=True,
+                       text=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "DONE", r.stderr
+    assert "terminate" not in r.stderr

@@ -484,6 +484,14 @@ class Model:
     def load_state(self, path: str | os.PathLike) -> None:
         """Replaces the cached context with a saved one."""
 
+    def special_tokens(self) -> list[int]:
+        """
+        Ids of the special (control) tokens: spelled out by token_piece(), no text when detokenized (BOS, EOS, turn markers). Scans the vocabulary.
+        """
+
+    def end_of_generation_tokens(self) -> list[int]:
+        """Ids of the tokens that end generation (EOS, end-of-turn, ...)."""
+
     def cached_tokens(self) -> list[int]: ...
 
     def kv_stats(self) -> KvStats: ...

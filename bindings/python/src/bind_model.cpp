@@ -5,7 +5,6 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/filesystem.h>
-#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
@@ -118,6 +117,10 @@ GenerationWorker::Job chat_job(std::shared_ptr<Model> model, nb::handle messages
                                                                   const TokenCallback& cb) {
     return model->chat(std::span<const ChatMessage>(msgs), c, cb);
   };
+}
+
+std::shared_ptr<CancelToken> token_of(const PyCancelToken* cancel) {
+  return cancel ? cancel->token : nullptr;
 }
 
 class PyTokenStream {
@@ -349,10 +352,10 @@ void bind_model_class(nb::module_& m) {
   cls.def(
       "generate",
       [](PyModel& self, nb::handle prompt, const GenerationConfig* config, nb::handle on_token,
-         std::shared_ptr<CancelToken> cancel, nb::handle images, const nb::kwargs& overrides) {
+         const PyCancelToken* cancel, nb::handle images, const nb::kwargs& overrides) {
         GenerationConfig c = merged_config(config, overrides);
         auto job = generate_job(self.get(), prompt, to_images(images));
-        auto w = GenerationWorker::start(std::move(job), std::move(c), std::move(cancel),
+        auto w = GenerationWorker::start(std::move(job), std::move(c), token_of(cancel),
                                          !on_token.is_none());
         return drain(*w, on_token);
       },
@@ -369,10 +372,10 @@ void bind_model_class(nb::module_& m) {
   cls.def(
       "chat",
       [](PyModel& self, nb::handle messages, const GenerationConfig* config, nb::handle on_token,
-         std::shared_ptr<CancelToken> cancel, const nb::kwargs& overrides) {
+         const PyCancelToken* cancel, const nb::kwargs& overrides) {
         GenerationConfig c = merged_config(config, overrides);
         auto w = GenerationWorker::start(chat_job(self.get(), messages), std::move(c),
-                                         std::move(cancel), !on_token.is_none());
+                                         token_of(cancel), !on_token.is_none());
         return drain(*w, on_token);
       },
       "messages"_a, "config"_a.none() = nb::none(), nb::kw_only(), "on_token"_a.none() = nb::none(),
@@ -386,7 +389,7 @@ void bind_model_class(nb::module_& m) {
   cls.def(
       "stream",
       [](PyModel& self, nb::handle prompt, const GenerationConfig* config,
-         std::shared_ptr<CancelToken> cancel, const nb::kwargs& overrides) {
+         const PyCancelToken* cancel, const nb::kwargs& overrides) {
         GenerationConfig c = merged_config(config, overrides);
         const bool text_or_ids = nb::isinstance<nb::str>(prompt) ||
                                  (nb::len(prompt) > 0 && !nb::isinstance<nb::dict>(prompt[0]) &&
@@ -394,7 +397,7 @@ void bind_model_class(nb::module_& m) {
         auto job =
             text_or_ids ? generate_job(self.get(), prompt, {}) : chat_job(self.get(), prompt);
         return new PyTokenStream(
-            GenerationWorker::start(std::move(job), std::move(c), std::move(cancel), true));
+            GenerationWorker::start(std::move(job), std::move(c), token_of(cancel), true));
       },
       "prompt_or_messages"_a, "config"_a.none() = nb::none(), nb::kw_only(),
       "cancel"_a.none() = nb::none(), "overrides"_a,
@@ -499,6 +502,33 @@ void bind_model_class(nb::module_& m) {
         check(model->load_state(path.string()));
       },
       "path"_a, "Replaces the cached context with a saved one.");
+  cls.def(
+      "special_tokens",
+      [](PyModel& self) {
+        auto model = self.get();
+        nb::gil_scoped_release unlocked;
+        std::vector<int32_t> out;
+        for (int32_t t = 0; t < model->info().n_vocab; ++t) {
+          const int32_t one[1] = {t};
+          auto text = model->detokenize(one);
+          if (text.ok() && text->empty() && !model->token_piece(t).empty()) out.push_back(t);
+        }
+        return out;
+      },
+      "Ids of the special (control) tokens: spelled out by token_piece(), no text when "
+      "detokenized (BOS, EOS, turn markers). Scans the vocabulary.");
+  cls.def(
+      "end_of_generation_tokens",
+      [](PyModel& self) {
+        auto model = self.get();
+        nb::gil_scoped_release unlocked;
+        std::vector<int32_t> out;
+        for (int32_t t = 0; t < model->info().n_vocab; ++t) {
+          if (model->is_end_of_generation(t)) out.push_back(t);
+        }
+        return out;
+      },
+      "Ids of the tokens that end generation (EOS, end-of-turn, ...).");
   cls.def("cached_tokens", [](PyModel& self) { return self.get()->cached_tokens(); });
   cls.def("kv_stats", [](PyModel& self) { return self.get()->kv_stats(); });
   cls.def("engine_stats", [](PyModel& self) { return self.get()->engine_stats(); });

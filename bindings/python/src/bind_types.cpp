@@ -2,7 +2,6 @@
 // Generation, Timings, log-probabilities, ModelInfo, KvStats, EngineStats, Piece.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
-#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 #include <nanobind/stl/vector.h>
@@ -36,13 +35,13 @@ void bind_device(nb::module_& m) {
 }
 
 void bind_cancel(nb::module_& m) {
-  nb::class_<CancelToken>(m, "CancelToken",
-                          "Cancels a generation from any thread: pass it as `cancel=` and call "
-                          "cancel(). Checked per prefill chunk and per token; once cancelled it "
-                          "stays cancelled.")
+  nb::class_<PyCancelToken>(m, "CancelToken",
+                            "Cancels a generation from any thread: pass it as `cancel=` and call "
+                            "cancel(). Checked per prefill chunk and per token; once cancelled "
+                            "it stays cancelled.")
       .def(nb::init<>())
-      .def("cancel", &CancelToken::cancel)
-      .def_prop_ro("cancelled", &CancelToken::cancelled);
+      .def("cancel", [](const PyCancelToken& t) { t.token->cancel(); })
+      .def_prop_ro("cancelled", [](const PyCancelToken& t) { return t.token->cancelled(); });
 }
 
 void bind_config(nb::module_& m) {
