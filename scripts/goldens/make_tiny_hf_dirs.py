@@ -112,6 +112,16 @@ def make_qwen(arch: str, mdir: Path) -> None:
     model.save_pretrained(mdir, safe_serialization=True)
 
 
+def make_lfm2(mdir: Path) -> None:
+    """As make_tiny_models.py makes it: the tiny-llama vocabulary rebuilt from tiny-llama-f32.gguf."""
+    import torch
+    torch.set_num_threads(2)
+    tinfo = mtm.bpe_from_gguf(MODELS / "tiny-llama-f32.gguf", mdir)
+    cfg = mtm.make_config("lfm2", {"bos": tinfo["bos"], "eos": tinfo["eos"]})
+    model = mtm.build_model("lfm2", cfg)
+    model.save_pretrained(mdir, safe_serialization=True)
+
+
 def verify(arch: str, mdir: Path, pre: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "x.gguf"
@@ -129,11 +139,14 @@ def verify(arch: str, mdir: Path, pre: str) -> None:
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    archs = sys.argv[1:] or ["llama", "mistral", "qwen2", "qwen3"]
+    archs = sys.argv[1:] or ["llama", "mistral", "qwen2", "qwen3", "lfm2"]
     for arch in archs:
         mdir = OUT / arch
         if arch in ("llama", "mistral"):
             make_llama(arch, mdir)
+            verify(arch, mdir, "llama-bpe")
+        elif arch == "lfm2":
+            make_lfm2(mdir)
             verify(arch, mdir, "llama-bpe")
         else:
             make_qwen(arch, mdir)

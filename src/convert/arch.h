@@ -47,6 +47,8 @@ Result<std::unique_ptr<ArchConverter>> make_arch_converter(const HfConfig& cfg);
 
 /// LlamaForCausalLM / MistralForCausalLM (arch_llama.cpp).
 Result<std::unique_ptr<ArchConverter>> make_llama_converter(const HfConfig& cfg);
+/// Lfm2ForCausalLM ("lfm2", arch_lfm2.cpp).
+Result<std::unique_ptr<ArchConverter>> make_lfm2_converter(const HfConfig& cfg);
 /// Qwen2ForCausalLM ("qwen2") / Qwen3ForCausalLM ("qwen3") (arch_qwen.cpp).
 Result<std::unique_ptr<ArchConverter>> make_qwen_converter(const HfConfig& cfg,
                                                            const std::string& gguf_arch);

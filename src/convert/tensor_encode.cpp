@@ -64,6 +64,11 @@ GgmlType choose_type(std::string_view gguf_name, size_t n_dims, uint64_t row_len
   if (n_dims <= 1 || gguf_name.ends_with("_norm.weight") || !gguf_name.ends_with(".weight")) {
     return GgmlType::kF32;
   }
+  // Kept F32 whatever the output type (llama.cpp's list, the entries our architectures have).
+  for (std::string_view s : {".shortconv.conv.weight", ".ssm_conv1d.weight", ".ffn_gate_inp.weight",
+                             "position_embd.weight", "token_types.weight"}) {
+    if (gguf_name.ends_with(s)) return GgmlType::kF32;
+  }
   switch (out) {
     case OutType::kF32: return GgmlType::kF32;
     case OutType::kBF16: return GgmlType::kBF16;
