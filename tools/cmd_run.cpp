@@ -27,6 +27,7 @@ struct RunOptions {
   std::string file;
   std::string system;
   std::vector<std::string> images;  ///< --image, in order
+  std::string json_schema_file;     ///< --json-schema
   bool raw = false;
   bool json = false;
   bool no_parse_special = false;
@@ -104,6 +105,15 @@ int run_run(const RunOptions& o) {
   for (const std::string& path : o.images) {
     if (Status s = check_image_file(path); !s.ok()) return fail(s.message());
   }
+  std::string schema;
+  if (!o.json_schema_file.empty()) {  // checked before any model loads
+    auto t = read_text_file(o.json_schema_file);
+    if (!t.ok()) return fail(t.status().message());
+    if (Status s = check_json_schema(*t); !s.ok()) {
+      return usage("--json-schema " + o.json_schema_file + ": " + s.message());
+    }
+    schema = std::move(*t);
+  }
   auto prepared = prepare_model(o.m, o.raw ? DefaultModel::kText : DefaultModel::kChat);
   if (!prepared.ok()) {
     return prepared.status().code() == StatusCode::kInvalidArgument
@@ -130,6 +140,7 @@ int run_run(const RunOptions& o) {
   GenerationConfig cfg = config_of(o.s);
   cfg.parse_special = !o.no_parse_special;
   cfg.on_prefill_progress = prefill_progress_printer(o.json);
+  cfg.json_schema = schema;
   std::vector<ChatMessage> msgs;
   if (!o.raw) {
     note_chat_template(*model);
@@ -198,6 +209,9 @@ Command register_run(CLI::App& parent) {
                 "more. Image i goes at the prompt's i-th <image> marker, or all before the text "
                 "when it has none")
       ->allow_extra_args(false);
+  c->add_option("--json-schema", opts->json_schema_file,
+                "a JSON Schema file: the answer is JSON that satisfies it (constrained sampling; "
+                "unsupported keywords are named)");
   c->add_option("--system-prompt,--system", opts->system,
                 "system message (chat mode; -sys works too)");
   c->add_flag("--raw", opts->raw, "complete the text as is: no chat template");

@@ -176,8 +176,8 @@ struct GenerationConfig {
   /// Structured output: a JSON Schema (as JSON text) the generated text must satisfy. Sampling
   /// is constrained byte by byte, so the output is always a prefix of one JSON value that
   /// validates, and a complete one when generation ends at end-of-generation (not max_tokens).
-  /// The supported subset is documented in docs/structured-output.md; a schema outside it is
-  /// kInvalidArgument naming the keyword. Combines with token_filter (both must accept).
+  /// The supported subset: check_json_schema(). A schema outside it is kInvalidArgument naming
+  /// the keyword. Combines with token_filter (both must accept).
   std::string json_schema;
   /// Called on the caller's thread as the prompt is evaluated: prompt tokens in the context so
   /// far (cached ones included) and the prompt's length; the last call has done == total.
@@ -188,6 +188,15 @@ struct GenerationConfig {
   /// made so far. Optional.
   std::shared_ptr<const CancelToken> cancel;
 };
+
+/// Checks a JSON Schema for GenerationConfig::json_schema without generating: OK, or
+/// kInvalidArgument naming what is wrong or unsupported. Supported: type (one or a list),
+/// object (properties in schema order, required, additionalProperties), array (items, minItems,
+/// maxItems), string (minLength, maxLength, format date / time / date-time / uuid), number and
+/// integer (minimum, maximum, exclusiveMinimum, exclusiveMaximum), boolean, null, enum, const,
+/// anyOf, oneOf (as anyOf), $ref to #/$defs/NAME or #/definitions/NAME; annotations (title,
+/// description, default, examples, ...) are ignored.
+Status check_json_schema(std::string_view schema_json);
 
 /// Speed of one generation.
 struct Timings {

@@ -502,12 +502,29 @@ ApiResult<CompletionRequest> parse_chat_request(std::string_view body,
     } else if (*type == "json_object") {
       r.json_object = true;
     } else if (*type == "json_schema") {
-      f.fail(unsupported("response_format.type",
-                         "'json_schema' is not supported; use {\"type\": \"json_object\"} for "
-                         "output that is valid JSON."));
+      // {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": ...}}:
+      // the output is held to the schema whatever `strict` says (it is always valid).
+      const auto js = rf->find("json_schema");
+      if (js == rf->end()) {
+        f.fail(missing_param("response_format.json_schema"));
+      } else if (!js->is_object()) {
+        f.fail(invalid_type("response_format.json_schema", "an object"));
+      } else if (const auto name = js->find("name");
+                 name == js->end() || !name->is_string() || name->get<std::string>().empty()) {
+        f.fail(missing_param("response_format.json_schema.name"));
+      } else {
+        const auto schema = js->find("schema");
+        const std::string text = schema == js->end() ? "{}" : schema->dump();
+        if (Status st = check_json_schema(text); !st.ok()) {
+          f.fail(invalid_value("response_format.json_schema.schema", st.message()));
+        } else {
+          r.config.json_schema = text;
+        }
+      }
     } else if (*type != "text") {
-      f.fail(invalid_value("response_format.type", "expected 'text' or 'json_object', got '" +
-                                                       type->get<std::string>() + "'."));
+      f.fail(invalid_value("response_format.type",
+                           "expected 'text', 'json_object' or 'json_schema', got '" +
+                               type->get<std::string>() + "'."));
     }
   }
   if (const Json* tools = f.get("tools"); tools && !f.error) {

@@ -35,6 +35,7 @@ struct CompletionRequest {
   /// completions logprobs 0..5).
   int32_t logprobs = -1;
   bool json_object = false;  ///< response_format {"type": "json_object"}
+  /// response_format {"type": "json_schema", ...}: the schema goes to config.json_schema.
   /// kChat: image parts in `messages` (those messages carry ChatMessage::parts in order).
   int n_images = 0;
 };

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 namespace geniex::server {
 namespace {
@@ -240,8 +241,7 @@ TEST(ChatRequest, UnsupportedFeaturesAreClear400s) {
   for (const auto& [extra, param] : std::vector<std::pair<std::string, std::string>>{
            {R"("n":2)", "n"},
            {R"("tools":[{"type":"function"}])", "tools"},
-           {R"("logit_bias":{"1":5})", "logit_bias"},
-           {R"("response_format":{"type":"json_schema"})", "response_format.type"}}) {
+           {R"("logit_bias":{"1":5})", "logit_bias"}}) {
     const ApiError e = chat_err("{" + kMsgs + "," + extra + "}");
     EXPECT_EQ(e.status, 400);
     EXPECT_EQ(e.param.value_or(""), param);
@@ -249,6 +249,38 @@ TEST(ChatRequest, UnsupportedFeaturesAreClear400s) {
   }
   // Empty tools / logit_bias and n = 1 are fine.
   chat_ok("{" + kMsgs + R"(,"tools":[],"logit_bias":{},"n":1})");
+}
+
+TEST(ChatRequest, JsonSchemaResponseFormats) {
+  const std::string ok_schema =
+      R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
+  auto r = chat_ok(
+      "{" + kMsgs +
+      R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,"schema":)" +
+      ok_schema + "}}}");
+  EXPECT_EQ(nlohmann::json::parse(r.config.json_schema), nlohmann::json::parse(ok_schema));
+  EXPECT_FALSE(r.json_object);
+  for (
+      const auto& [rf, param, code] :
+      std::vector<std::tuple<std::string, std::string, std::string>>{
+          {R"({"type":"json_schema"})", "response_format.json_schema",
+           "missing_required_parameter"},
+          {R"({"type":"json_schema","json_schema":{"schema":{}}})",
+           "response_format.json_schema.name", "missing_required_parameter"},
+          {R"({"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","pattern":"a+"}}})",
+           "response_format.json_schema.schema", "invalid_value"},
+          {R"({"type":"json_schema","json_schema":"x"})", "response_format.json_schema",
+           "invalid_type"},
+          {R"({"type":"yaml"})", "response_format.type", "invalid_value"}}) {
+    const ApiError e = chat_err("{" + kMsgs + R"(,"response_format":)" + rf + "}");
+    EXPECT_EQ(e.status, 400) << rf;
+    EXPECT_EQ(e.param.value_or(""), param) << rf;
+    EXPECT_EQ(e.code.value_or(""), code) << rf;
+  }
+  const ApiError e = chat_err(
+      "{" + kMsgs +
+      R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","pattern":"a+"}}}})");
+  EXPECT_NE(e.message.find("'pattern'"), std::string::npos) << e.message;
 }
 
 // ---- images (image_url content parts) ----

@@ -66,7 +66,11 @@ def test_malformed_and_truncated_json_is_400(gemma_server, body):
     ({"top_logprobs": 30, "logprobs": True}, "top_logprobs", "invalid_value"),
     ({"n": 2}, "n", "unsupported_parameter"),
     ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools", "unsupported_parameter"),
-    ({"response_format": {"type": "json_schema"}}, "response_format.type", "unsupported_parameter"),
+    ({"response_format": {"type": "json_schema"}}, "response_format.json_schema",
+     "missing_required_parameter"),
+    ({"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "not": {}}}}},
+     "response_format.json_schema.schema", "invalid_value"),
 ])
 def test_wrong_types_and_values_are_400_with_param(gemma_server, extra, param, code):
     assert_openai_error(post(gemma_server, "/chat/completions", chat_body(gemma_server, **extra)),

@@ -112,7 +112,7 @@ class Stepper {
     Frame& f = cfg.stack.back();
     switch (f.kind) {
       case FrameKind::kValue: {
-        if (ws) return whitespace(std::move(cfg), out);
+        if (ws) return whitespace(std::move(cfg), c, out);
         const Node* n = node(f.node);
         if (n != nullptr && n->kind == Kind::kAnyOf) {
           for (int32_t a : n->alts) {
@@ -163,8 +163,18 @@ class Stepper {
     out.push_back(std::move(cfg));
   }
 
-  void whitespace(Config cfg, std::vector<Config>& out) {
-    if (++cfg.ws > Matcher::kMaxWhitespaceRun) return;
+  // Whitespace between tokens of JSON, as llama.cpp's schema grammars allow it: nothing, one
+  // space or tab, or one newline and at most kMaxIndent spaces or tabs (cfg.ws: 0 none yet,
+  // 1 after a space, 2 + k after a newline and k indent characters).
+  void whitespace(Config cfg, char c, std::vector<Config>& out) {
+    if (cfg.ws == 0) {
+      if (c == '\r') return;
+      cfg.ws = c == '\n' ? 2 : 1;
+    } else if (cfg.ws == 1 || c == '\n' || c == '\r' || cfg.ws - 2 >= Matcher::kMaxIndent) {
+      return;
+    } else {
+      ++cfg.ws;
+    }
     keep(std::move(cfg), out);
   }
 
@@ -281,7 +291,7 @@ class Stepper {
     switch (f.obj) {
       case ObjPhase::kOpen:
       case ObjPhase::kNeedKey:
-        if (ws) return whitespace(std::move(cfg), out);
+        if (ws) return whitespace(std::move(cfg), c, out);
         if (c == '"') return begin_key(std::move(cfg), out);
         if (c == '}' && f.obj == ObjPhase::kOpen && may_close(f)) {
           cfg.ws = 0;
@@ -313,7 +323,7 @@ class Stepper {
         return;
       }
       case ObjPhase::kColon:
-        if (ws) return whitespace(std::move(cfg), out);
+        if (ws) return whitespace(std::move(cfg), c, out);
         if (c != ':') return;
         f.obj = ObjPhase::kAfterValue;
         ++f.count;
@@ -325,7 +335,7 @@ class Stepper {
         cfg.ws = 0;
         return keep(std::move(cfg), out);
       case ObjPhase::kAfterValue:
-        if (ws) return whitespace(std::move(cfg), out);
+        if (ws) return whitespace(std::move(cfg), c, out);
         if (c == ',') {
           if (!f.open_keys) {  // some declared property must be left for the next key
             bool any = false;
@@ -351,7 +361,7 @@ class Stepper {
     const int64_t min_items = n != nullptr ? n->min_items : 0;
     const int64_t max_items = n != nullptr ? n->max_items : -1;
     const int32_t items = n != nullptr ? n->items : -1;
-    if (is_ws(c)) return whitespace(std::move(cfg), out);
+    if (is_ws(c)) return whitespace(std::move(cfg), c, out);
     if (f.arr == ArrPhase::kAfterValue) {
       if (c == ',' && (max_items < 0 || f.count < max_items)) {
         f.arr = ArrPhase::kNeedValue;

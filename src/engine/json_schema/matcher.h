@@ -6,9 +6,10 @@
 // It runs the schema as a set of pushdown configurations (a stack of frames each: the value,
 // object, array, string, number or literal being read), forked where the text cannot yet tell
 // alternatives apart (anyOf, optional properties, enum values that are prefixes of others) and
-// pruned when a byte rules one out. Whitespace between tokens is limited (kMaxWhitespaceRun) so
-// that a model cannot stall with endless blank lines; numbers are limited to kMaxNumberChars
-// and a number's integer part is refused as soon as no completion can meet its bounds.
+// pruned when a byte rules one out. Whitespace between tokens is one space or one newline and
+// at most kMaxIndent spaces or tabs, so that a model cannot stall with endless blank lines; numbers
+// are limited to kMaxNumberChars and a number's integer part is refused as soon as no completion
+// can meet its bounds.
 #pragma once
 
 #include <cstdint>
@@ -78,7 +79,7 @@ class Matcher {
   /// True when what was fed is one complete value that satisfies the schema.
   [[nodiscard]] bool complete() const;
 
-  static constexpr int kMaxWhitespaceRun = 16;
+  static constexpr int kMaxIndent = 20;
   static constexpr size_t kMaxDepth = 64;
   static constexpr size_t kMaxConfigs = 32;
   static constexpr size_t kMaxNumberChars = 24;

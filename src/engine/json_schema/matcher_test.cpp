@@ -119,8 +119,10 @@ TEST(JsonSchema, RejectedFeedsChangeNothingAndWhitespaceIsLimited) {
   ASSERT_TRUE(m.feed("{\"na"));
   EXPECT_FALSE(m.feed("mX"));    // "namX" is no key: all-or-nothing
   EXPECT_TRUE(m.feed("me\":"));  // the state is still after "na"
-  EXPECT_FALSE(m.feed(std::string(Matcher::kMaxWhitespaceRun + 1, ' ')));
-  EXPECT_TRUE(m.feed(std::string(Matcher::kMaxWhitespaceRun, ' ')));
+  EXPECT_FALSE(m.feed("  "));    // one space at most
+  EXPECT_FALSE(m.feed("\n\n"));  // one newline at most
+  EXPECT_FALSE(m.feed("\n" + std::string(Matcher::kMaxIndent + 1, ' ')));
+  EXPECT_TRUE(m.feed("\n" + std::string(Matcher::kMaxIndent, ' ')));
   EXPECT_FALSE(m.feed(" "));
   EXPECT_TRUE(m.feed("\"ok\""));
 }
