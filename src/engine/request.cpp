@@ -34,6 +34,31 @@ Result<int32_t> sample_accepted(sampling::Sampler& sampler, std::span<const floa
                                 std::vector<float>& masked) {
   constexpr int kDraws = 32;
   constexpr float kMasked = -std::numeric_limits<float>::infinity();
+  const auto by_logit = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
+  const sampling::SamplingParams& sp = sampler.params();
+  if (sp.temperature == 0.0f && sp.repetition_penalty == 1.0f && sp.presence_penalty == 0.0f &&
+      sp.frequency_penalty == 0.0f) {
+    // Greedy without penalties: candidates in logit order (the sampler's argmax order), sorted
+    // only as far as needed (a window of 64, then 512, ...) instead of one argmax pass over the
+    // vocabulary per rejected token.
+    std::vector<int32_t> order(logits.size());
+    std::iota(order.begin(), order.end(), 0);
+    size_t done = 0;
+    for (size_t window = 64; done < order.size(); window *= 8) {
+      const size_t end = std::min(order.size(), done + window);
+      std::partial_sort(order.begin() + static_cast<std::ptrdiff_t>(done),
+                        order.begin() + static_cast<std::ptrdiff_t>(end), order.end(), by_logit);
+      for (; done < end; ++done) {
+        const int32_t t = order[done];
+        if (logits[static_cast<size_t>(t)] == kMasked) break;
+        if (accept(t)) return t;
+      }
+      if (done < end) break;  // the rest is masked
+    }
+    return invalid_argument("token_filter accepted no token of the vocabulary");
+  }
   masked.assign(logits.begin(), logits.end());
   for (int i = 0; i < kDraws; ++i) {
     auto token = sampler.sample(masked, history);
@@ -43,9 +68,7 @@ Result<int32_t> sample_accepted(sampling::Sampler& sampler, std::span<const floa
   }
   std::vector<int32_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  });
+  std::sort(order.begin(), order.end(), by_logit);
   for (const int32_t t : order) {
     if (masked[static_cast<size_t>(t)] != kMasked && accept(t)) return t;
   }
