@@ -26,7 +26,9 @@ import make_tiny_models as mtm  # noqa: E402
 REPO = HERE.parents[1]
 HF = REPO / "tests/data/hf"
 LLAMA_DIR = mtm.GOLDENS_HOME / "llama_cpp_python-0.3.36/vendor/llama.cpp"
-ARCHS = {"llama": "llama-bpe", "mistral": "llama-bpe", "qwen2": "qwen2", "qwen3": "qwen2", "lfm2": "llama-bpe"}  # directory -> BPE pre-tokenizer name (truncated vocab: see convert_tiny_gguf.py)
+# directory -> BPE pre-tokenizer name (truncated vocabularies: see convert_tiny_gguf.py); None: SentencePiece
+ARCHS = {"llama": "llama-bpe", "mistral": "llama-bpe", "qwen2": "qwen2", "qwen3": "qwen2", "lfm2": "llama-bpe",
+         "gemma3": None}
 OUTTYPES = ["f32", "f16", "bf16", "q8_0"]
 
 

@@ -122,7 +122,18 @@ def make_lfm2(mdir: Path) -> None:
     model.save_pretrained(mdir, safe_serialization=True)
 
 
-def verify(arch: str, mdir: Path, pre: str) -> None:
+def make_gemma3(mdir: Path) -> None:
+    """tokenizer.model (SentencePiece) as make_tiny_models.gemma_spm writes it, from ids 0..2047 of
+    the committed tiny-gemma3-f32.gguf (the same ids of the real Gemma 3 vocabulary)."""
+    import torch
+    torch.set_num_threads(2)
+    mtm.gemma_spm(MODELS / "tiny-gemma3-f32.gguf", mdir)
+    cfg = mtm.make_config("gemma3", {})
+    model = mtm.build_model("gemma3", cfg)
+    model.save_pretrained(mdir, safe_serialization=True)
+
+
+def verify(arch: str, mdir: Path, pre: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "x.gguf"
         mtm.convert(LLAMA_DIR, mdir, out, "f32", pre)
@@ -139,12 +150,15 @@ def verify(arch: str, mdir: Path, pre: str) -> None:
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    archs = sys.argv[1:] or ["llama", "mistral", "qwen2", "qwen3", "lfm2"]
+    archs = sys.argv[1:] or ["llama", "mistral", "qwen2", "qwen3", "lfm2", "gemma3"]
     for arch in archs:
         mdir = OUT / arch
         if arch in ("llama", "mistral"):
             make_llama(arch, mdir)
             verify(arch, mdir, "llama-bpe")
+        elif arch == "gemma3":
+            make_gemma3(mdir)
+            verify(arch, mdir, None)
         elif arch == "lfm2":
             make_lfm2(mdir)
             verify(arch, mdir, "llama-bpe")

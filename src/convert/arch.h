@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "convert/hf_vocab.h"
 #include "convert/text_params.h"
 #include "core/status.h"
 #include "gguf/gguf_writer.h"
@@ -39,6 +40,8 @@ class ArchConverter {
   virtual Status transform(std::string_view hf_name, ConvTensor& t) const = 0;
   /// Tensors generated from the config (written before the checkpoint's own).
   [[nodiscard]] virtual Result<std::vector<ConvTensor>> extra_tensors() const = 0;
+  /// The tokenizer metadata; by default byte-level BPE from tokenizer.json.
+  virtual Status add_vocab(const VocabInputs& in, gguf::GgufWriter& w) const;
 };
 
 /// The converter for config.json's architectures[0]; kUnimplemented naming the class and
@@ -49,6 +52,8 @@ Result<std::unique_ptr<ArchConverter>> make_arch_converter(const HfConfig& cfg);
 Result<std::unique_ptr<ArchConverter>> make_llama_converter(const HfConfig& cfg);
 /// Lfm2ForCausalLM ("lfm2", arch_lfm2.cpp).
 Result<std::unique_ptr<ArchConverter>> make_lfm2_converter(const HfConfig& cfg);
+/// Gemma3ForCausalLM ("gemma3", arch_gemma3.cpp).
+Result<std::unique_ptr<ArchConverter>> make_gemma3_converter(const HfConfig& cfg);
 /// Qwen2ForCausalLM ("qwen2") / Qwen3ForCausalLM ("qwen3") (arch_qwen.cpp).
 Result<std::unique_ptr<ArchConverter>> make_qwen_converter(const HfConfig& cfg,
                                                            const std::string& gguf_arch);

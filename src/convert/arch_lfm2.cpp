@@ -1,8 +1,6 @@
 // lfm2 (LFM2: short-convolution + attention hybrid): llama.cpp's LFM2Model rules. Per-layer KV
 // head counts (0 for conv layers), the auto-adjusted feed-forward width, the conv cache length;
 // the depthwise conv weight [E, 1, L] is squeezed to [E, L] (and stays F32).
-#include <algorithm>
-#include <charconv>
 #include <string_view>
 
 #include "convert/arch.h"
@@ -83,25 +81,12 @@ class Lfm2Converter : public ArchConverter {
     if (hf_name == "model.embedding_norm.weight") {
       return std::optional<std::string>("token_embd_norm.weight");
     }
-    constexpr std::string_view kLayers = "model.layers.";
-    if (hf_name.starts_with(kLayers)) {
-      const std::string_view rest = hf_name.substr(kLayers.size());
-      const size_t dot = rest.find('.');
-      uint64_t bid = 0;
-      const auto [ptr, ec] =
-          std::from_chars(rest.data(), rest.data() + std::min(dot, rest.size()), bid);
-      if (dot != std::string_view::npos && ec == std::errc() && ptr == rest.data() + dot) {
-        const std::string_view tail = rest.substr(dot + 1);
-        for (const Rename& r : kLayer) {
-          if (!tail.starts_with(r.hf) || tail.size() <= r.hf.size() || tail[r.hf.size()] != '.') {
-            continue;
-          }
-          if (bid >= n_block_) {
-            return invalid_argument("tensor '" + std::string(hf_name) + "' is in layer " +
-                                    std::to_string(bid) + " but config.json has " +
-                                    std::to_string(n_block_) + " layers");
-          }
-          return std::optional<std::string>("blk." + std::to_string(bid) + "." +
+    GENIEX_ASSIGN_OR_RETURN(std::optional<LayerName> layer, split_layer_name(hf_name, n_block_));
+    if (layer) {
+      for (const Rename& r : kLayer) {
+        const std::string_view tail = layer->tail;
+        if (tail.starts_with(r.hf) && tail.size() > r.hf.size() && tail[r.hf.size()] == '.') {
+          return std::optional<std::string>("blk." + std::to_string(layer->bid) + "." +
                                             std::string(r.gguf) +
                                             std::string(tail.substr(r.hf.size())));
         }

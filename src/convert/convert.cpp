@@ -129,7 +129,7 @@ Result<ConvertReport> convert_hf_to_gguf(const std::string& hf_dir, const std::s
   vin.config = &cfg.params;
   vin.vocab_size = static_cast<uint32_t>(vocab_size);
   vin.tokenizer_pre = opts.tokenizer_pre;
-  GENIEX_TRY(add_bpe_vocab(vin, w));
+  GENIEX_TRY(arch->add_vocab(vin, w));
 
   GENIEX_ASSIGN_OR_RETURN(std::vector<ConvTensor> extra, arch->extra_tensors());
   for (ConvTensor& t : extra) GENIEX_TRY(add_tensor(w, t, report.outtype, report.n_params));

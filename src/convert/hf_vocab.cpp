@@ -1,12 +1,14 @@
 #include "convert/hf_vocab.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "convert/json_file.h"
+#include "convert/spm_model.h"
 #include "core/regular_file.h"
 
 namespace geniex::convert {
@@ -100,10 +102,13 @@ struct SpecialVocab {
   std::optional<std::string> chat_template;
   std::optional<bool> lowercase, strip_accents;
 
+  std::optional<size_t> n_vocab;  // ids at or above it are skipped (SPM vocabularies)
+
   Status set_id(const std::string& typ, const json& id) {
     if (!id.is_number_integer()) return {};
     const auto v = id.get<int64_t>();
     if (v < 0) return invalid_argument("invalid id for special token " + typ);
+    if (n_vocab && static_cast<uint64_t>(v) >= *n_vocab) return {};
     ids.set_default(typ, v);
     return {};
   }
@@ -277,6 +282,44 @@ Status load_special_vocab(const VocabInputs& in, const json& tj, SpecialVocab& s
   return {};
 }
 
+// gguf-py's SpecialVocab: special token ids, add_*_token flags, chat template, normalizer flags
+// (`tj` is tokenizer.json, or null when there is none).
+Status add_special_vocab(const VocabInputs& in, const json& tj, std::optional<size_t> n_vocab,
+                         gguf::GgufWriter& w) {
+  SpecialVocab sv;
+  sv.n_vocab = n_vocab;
+  GENIEX_TRY(load_special_vocab(in, tj, sv));
+  if (in.config != nullptr) {  // config.json <typ>_token_id, where the tokenizer named none
+    for (const std::string& typ : sv.types) {
+      const auto it = in.config->find(typ + "_token_id");
+      if (it != in.config->end()) GENIEX_TRY(sv.set_id(typ, *it));
+    }
+  }
+
+  static const std::map<std::string, std::string> kIdKeys = {
+      {"bos", "tokenizer.ggml.bos_token_id"},     {"eos", "tokenizer.ggml.eos_token_id"},
+      {"unk", "tokenizer.ggml.unknown_token_id"}, {"sep", "tokenizer.ggml.seperator_token_id"},
+      {"pad", "tokenizer.ggml.padding_token_id"}, {"mask", "tokenizer.ggml.mask_token_id"},
+      {"eot", "tokenizer.ggml.eot_token_id"},     {"eom", "tokenizer.ggml.eom_token_id"}};
+  // gguf-py has no key for a cls id or for add_<typ>_token beyond bos/eos/sep: skipped too.
+  for (const auto& [typ, id] : sv.ids.items) {
+    const auto key = kIdKeys.find(typ);
+    if (key == kIdKeys.end()) continue;
+    w.set(key->second, Value::of_uint(ValueType::kUint32, static_cast<uint64_t>(id)));
+  }
+  for (const auto& [typ, flag] : sv.add.items) {
+    if (typ == "bos" || typ == "eos" || typ == "sep") {
+      w.set("tokenizer.ggml.add_" + typ + "_token", Value::of_bool(flag));
+    }
+  }
+  if (sv.chat_template) w.set("tokenizer.chat_template", Value::of_string(*sv.chat_template));
+  if (sv.lowercase) w.set("tokenizer.ggml.normalizer.lowercase", Value::of_bool(*sv.lowercase));
+  if (sv.strip_accents) {
+    w.set("tokenizer.ggml.normalizer.strip_accents", Value::of_bool(*sv.strip_accents));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::string> detect_bpe_pre(const nlohmann::json& tj) {
@@ -387,15 +430,6 @@ Status add_bpe_vocab(const VocabInputs& in, gguf::GgufWriter& w) {
     }
   }
 
-  SpecialVocab sv;
-  GENIEX_TRY(load_special_vocab(in, tj, sv));
-  if (in.config != nullptr) {  // config.json <typ>_token_id, where the tokenizer named none
-    for (const std::string& typ : sv.types) {
-      const auto it = in.config->find(typ + "_token_id");
-      if (it != in.config->end()) GENIEX_TRY(sv.set_id(typ, *it));
-    }
-  }
-
   w.set("tokenizer.ggml.model", Value::of_string("gpt2"));
   w.set("tokenizer.ggml.pre", Value::of_string(pre));
   w.set("tokenizer.ggml.tokens", Value::of_string_array(std::move(tokens)));
@@ -403,28 +437,81 @@ Status add_bpe_vocab(const VocabInputs& in, gguf::GgufWriter& w) {
   if (!merges.empty()) {
     w.set("tokenizer.ggml.merges", Value::of_string_array(std::move(merges)));
   }
-  static const std::map<std::string, std::string> kIdKeys = {
-      {"bos", "tokenizer.ggml.bos_token_id"},     {"eos", "tokenizer.ggml.eos_token_id"},
-      {"unk", "tokenizer.ggml.unknown_token_id"}, {"sep", "tokenizer.ggml.seperator_token_id"},
-      {"pad", "tokenizer.ggml.padding_token_id"}, {"mask", "tokenizer.ggml.mask_token_id"},
-      {"eot", "tokenizer.ggml.eot_token_id"},     {"eom", "tokenizer.ggml.eom_token_id"}};
-  // gguf-py has no key for a cls id or for add_<typ>_token beyond bos/eos/sep: skipped too.
-  for (const auto& [typ, id] : sv.ids.items) {
-    const auto key = kIdKeys.find(typ);
-    if (key == kIdKeys.end()) continue;
-    w.set(key->second, Value::of_uint(ValueType::kUint32, static_cast<uint64_t>(id)));
-  }
-  for (const auto& [typ, flag] : sv.add.items) {
-    if (typ == "bos" || typ == "eos" || typ == "sep") {
-      w.set("tokenizer.ggml.add_" + typ + "_token", Value::of_bool(flag));
+  return add_special_vocab(in, tj, std::nullopt, w);
+}
+
+Status add_spm_vocab(const VocabInputs& in, gguf::GgufWriter& w) {
+  const std::string path = in.dir + "/tokenizer.model";
+  GENIEX_ASSIGN_OR_RETURN(RegularFile f, RegularFile::open(path));
+  GENIEX_ASSIGN_OR_RETURN(std::string bytes, f.read_all(kMaxJsonFileBytes, "tokenizer.model"));
+  auto parsed = parse_spm_model(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+  if (!parsed.ok()) return data_loss(path + ": " + parsed.status().message());
+  const std::vector<SpmPiece>& pieces = *parsed;
+  const size_t n = in.vocab_size != 0 ? in.vocab_size : pieces.size();
+  // llama.cpp's _create_vocab_sentencepiece: unset ids are unused "[PADi]" pieces.
+  std::vector<std::string> tokens(n);
+  std::vector<double> scores(n, -10000.0);
+  std::vector<int64_t> types(n, kTokenUnused);
+  for (size_t i = 0; i < n; ++i) tokens[i] = "[PAD" + std::to_string(i) + "]";
+  for (size_t i = 0; i < pieces.size() && i < n; ++i) {
+    tokens[i] = pieces[i].text;
+    scores[i] = pieces[i].score;
+    switch (pieces[i].type) {
+      case SpmType::kUnknown: types[i] = 2; break;
+      case SpmType::kControl: types[i] = kTokenControl; break;
+      case SpmType::kUnused: types[i] = kTokenUnused; break;
+      case SpmType::kByte: types[i] = 6; break;
+      default: types[i] = kTokenNormal; break;  // user-defined pieces too, as llama.cpp
     }
   }
-  if (sv.chat_template) w.set("tokenizer.chat_template", Value::of_string(*sv.chat_template));
-  if (sv.lowercase) w.set("tokenizer.ggml.normalizer.lowercase", Value::of_bool(*sv.lowercase));
-  if (sv.strip_accents) {
-    w.set("tokenizer.ggml.normalizer.strip_accents", Value::of_bool(*sv.strip_accents));
+  GENIEX_ASSIGN_OR_RETURN(std::optional<json> added,
+                          read_json_file_if_exists(in.dir + "/added_tokens.json"));
+  if (added && added->is_object()) {
+    for (const auto& [text, id] : added->items()) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0) {
+        return data_loss(in.dir + "/added_tokens.json: id of '" + text + "' is not an integer");
+      }
+      const auto i = static_cast<uint64_t>(id.get<int64_t>());
+      if (i >= n) continue;
+      tokens[i] = text;
+      scores[i] = -1000.0;
+      types[i] = kTokenUserDefined;
+    }
   }
-  return {};
+  GENIEX_ASSIGN_OR_RETURN(std::optional<json> tc,
+                          read_json_file_if_exists(in.dir + "/tokenizer_config.json"));
+  if (tc && tc->is_object() && tc->contains("added_tokens_decoder") &&
+      (*tc)["added_tokens_decoder"].is_object()) {
+    for (const auto& [key, data] : (*tc)["added_tokens_decoder"].items()) {
+      uint64_t i = 0;
+      const auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), i);
+      if (ec != std::errc() || ptr != key.data() + key.size() || !data.is_object() ||
+          !data.contains("content") || !data["content"].is_string()) {
+        return data_loss(in.dir + "/tokenizer_config.json: bad added_tokens_decoder entry '" + key +
+                         "'");
+      }
+      if (i >= n) continue;
+      std::string text = data["content"].get<std::string>();
+      const auto sp = data.find("special");
+      if ((sp != data.end() && sp->is_boolean() && sp->get<bool>()) || looks_special(text)) {
+        types[i] = kTokenControl;
+      } else {
+        text = replace_all(std::move(text), "\xe2\x96\x81", " ");
+        types[i] = kTokenUserDefined;
+      }
+      scores[i] = -1000.0;
+      tokens[i] = std::move(text);
+    }
+  }
+  GENIEX_ASSIGN_OR_RETURN(std::optional<json> tj,
+                          read_json_file_if_exists(in.dir + "/tokenizer.json"));
+  w.set("tokenizer.ggml.model", Value::of_string("llama"));
+  w.set("tokenizer.ggml.pre", Value::of_string("default"));
+  w.set("tokenizer.ggml.tokens", Value::of_string_array(std::move(tokens)));
+  w.set("tokenizer.ggml.scores", Value::of_float_array(ValueType::kFloat32, std::move(scores)));
+  w.set("tokenizer.ggml.token_type", Value::of_int_array(ValueType::kInt32, std::move(types)));
+  return add_special_vocab(in, tj ? *tj : json(), n, w);
 }
 
 }  // namespace geniex::convert

@@ -1,7 +1,7 @@
 // The tokenizer of a Hugging Face checkpoint as GGUF metadata (tokenizer.ggml.*), written the
 // way llama.cpp's convert_hf_to_gguf.py writes it: byte-level BPE from tokenizer.json ("gpt2"
-// model), special token ids and add_*_token flags from tokenizer_config.json / config.json and
-// the post-processor, and the chat template.
+// model) or SentencePiece from tokenizer.model ("llama" model), special token ids and add_*_token
+// flags from tokenizer_config.json / config.json and the post-processor, and the chat template.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +29,10 @@ Result<std::string> detect_bpe_pre(const nlohmann::json& tokenizer_json);
 
 /// Writes tokenizer.ggml.* and tokenizer.chat_template for a byte-level BPE tokenizer.json.
 Status add_bpe_vocab(const VocabInputs& in, gguf::GgufWriter& w);
+
+/// Writes tokenizer.ggml.* ("llama" model: tokens, scores, types) from a SentencePiece
+/// tokenizer.model, with added_tokens.json / tokenizer_config.json overrides, as llama.cpp's
+/// _set_vocab_sentencepiece does (ids from config vocab_size; unset ones are "[PADi]").
+Status add_spm_vocab(const VocabInputs& in, gguf::GgufWriter& w);
 
 }  // namespace geniex::convert

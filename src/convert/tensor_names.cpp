@@ -78,4 +78,21 @@ Result<std::optional<std::string>> map_decoder_tensor_name(std::string_view hf_n
   return unknown();
 }
 
+Result<std::optional<LayerName>> split_layer_name(std::string_view hf_name, uint64_t n_block) {
+  constexpr std::string_view kLayers = "model.layers.";
+  if (!hf_name.starts_with(kLayers)) return std::optional<LayerName>{};
+  const std::string_view rest = hf_name.substr(kLayers.size());
+  const size_t dot = rest.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::optional<LayerName>{};
+  uint64_t bid = 0;
+  const auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + dot, bid);
+  if (ec != std::errc() || ptr != rest.data() + dot) return std::optional<LayerName>{};
+  if (bid >= n_block) {
+    return invalid_argument("tensor '" + std::string(hf_name) + "' is in layer " +
+                            std::to_string(bid) + " but config.json has " +
+                            std::to_string(n_block) + " layers");
+  }
+  return std::optional<LayerName>(LayerName{bid, rest.substr(dot + 1)});
+}
+
 }  // namespace geniex::convert

@@ -17,4 +17,13 @@ namespace geniex::convert {
 Result<std::optional<std::string>> map_decoder_tensor_name(std::string_view hf_name,
                                                            uint64_t n_block);
 
+/// A layer tensor's index and the rest of its name ("model.layers.3.mlp.up_proj.weight" ->
+/// {3, "mlp.up_proj.weight"}); nullopt for names outside "model.layers.N."; kInvalidArgument
+/// when N is not below `n_block`.
+struct LayerName {
+  uint64_t bid = 0;
+  std::string_view tail;
+};
+Result<std::optional<LayerName>> split_layer_name(std::string_view hf_name, uint64_t n_block);
+
 }  // namespace geniex::convert
