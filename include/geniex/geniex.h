@@ -122,6 +122,21 @@ GENIEX_API int geniex_tokenize(geniex_model* model, const char* text, int add_sp
 /** Releases an array from geniex_tokenize; NULL is a no-op. */
 GENIEX_API void geniex_tokens_free(int32_t* tokens);
 
+/** Stops generations from any thread: geniex_cancel_token_cancel() ends every generation whose
+ *  params point at the token at its next step (a prompt chunk during prefill, or a token), with
+ *  stop reason "cancelled" and the text made so far. Once cancelled it stays cancelled. All
+ *  functions are thread-safe; the token may be freed while a generation still holds it. */
+typedef struct geniex_cancel_token geniex_cancel_token;
+/** A new token (not cancelled), to release with geniex_cancel_token_free; NULL when out of
+ *  memory. */
+GENIEX_API geniex_cancel_token* geniex_cancel_token_new(void);
+/** Cancels; NULL is a no-op. */
+GENIEX_API void geniex_cancel_token_cancel(geniex_cancel_token* token);
+/** 1 once cancelled, else 0 (also for NULL). */
+GENIEX_API int geniex_cancel_token_cancelled(const geniex_cancel_token* token);
+/** Releases the caller's reference; NULL is a no-op. */
+GENIEX_API void geniex_cancel_token_free(geniex_cancel_token* token);
+
 /** Sampling and stopping for one generation. Obtain with geniex_generation_default_params(). */
 typedef struct geniex_generation_params {
   uint32_t struct_size;     /**< sizeof(geniex_generation_params) */
@@ -140,11 +155,14 @@ typedef struct geniex_generation_params {
   int ignore_eos;           /**< nonzero: keep going after end-of-generation tokens */
   int add_special;   /**< geniex_generate only: nonzero adds BOS and other automatic specials */
   int parse_special; /**< geniex_generate only: nonzero parses special-token text in the prompt */
+  /** Cancels the generation from another thread; NULL = none. (Added after the first version:
+   *  callers with an older, smaller struct_size get none.) */
+  geniex_cancel_token* cancel;
 } geniex_generation_params;
 
 /** Defaults equal to geniex::GenerationConfig{}: max_tokens 256, temperature 0.8, top_k 40,
  *  top_p 0.95, min_p 0.05, penalties off (1/0/0, last_n 64), seed -1, no stop strings,
- *  ignore_eos 0, add_special 1, parse_special 0. */
+ *  ignore_eos 0, add_special 1, parse_special 0, cancel NULL. */
 GENIEX_API geniex_generation_params geniex_generation_default_params(void);
 
 /** Receives each piece of generated text (`len` bytes, not NUL-terminated) as soon as it is

@@ -24,6 +24,10 @@ struct geniex_error {
   std::string message;
 };
 
+struct geniex_cancel_token {
+  std::shared_ptr<geniex::CancelToken> token = std::make_shared<geniex::CancelToken>();
+};
+
 struct geniex_model {
   geniex::Model model;
 };
@@ -92,6 +96,8 @@ int guarded(geniex_error** err, F&& body) noexcept {
 
 // The size of geniex_model_params before `mmproj` was appended: the smallest a caller may pass.
 constexpr size_t kModelParamsV1Size = offsetof(geniex_model_params, mmproj);
+// geniex_generation_params before `cancel` was added.
+constexpr size_t kGenerationParamsV1Size = offsetof(geniex_generation_params, cancel);
 
 // Whether a caller's struct of `struct_size` bytes holds the field at `offset` of `size` bytes.
 constexpr bool has_field(uint32_t struct_size, size_t offset, size_t size) {
@@ -106,10 +112,10 @@ int config_of(const geniex_generation_params* p, geniex::GenerationConfig* out,
     *out = std::move(c);
     return GENIEX_OK;
   }
-  if (p->struct_size < sizeof(geniex_generation_params)) {
+  if (p->struct_size < kGenerationParamsV1Size) {
     return invalid(err,
                    ("geniex_generation_params.struct_size is " + std::to_string(p->struct_size) +
-                    ", expected at least " + std::to_string(sizeof(geniex_generation_params)))
+                    ", expected at least " + std::to_string(kGenerationParamsV1Size))
                        .c_str());
   }
   if (p->n_stop > 0 && p->stop == nullptr) {
@@ -135,6 +141,10 @@ int config_of(const geniex_generation_params* p, geniex::GenerationConfig* out,
   c.ignore_eos = p->ignore_eos != 0;
   c.add_special = p->add_special != 0;
   c.parse_special = p->parse_special != 0;
+  if (has_field(p->struct_size, offsetof(geniex_generation_params, cancel), sizeof(p->cancel)) &&
+      p->cancel != nullptr) {
+    c.cancel = p->cancel->token;
+  }
   *out = std::move(c);
   return GENIEX_OK;
 }
@@ -256,6 +266,20 @@ int geniex_tokenize(geniex_model* model, const char* text, int add_special, int 
 
 void geniex_tokens_free(int32_t* tokens) { std::free(tokens); }
 
+geniex_cancel_token* geniex_cancel_token_new(void) {
+  return new (std::nothrow) geniex_cancel_token();
+}
+
+void geniex_cancel_token_cancel(geniex_cancel_token* token) {
+  if (token != nullptr) token->token->cancel();
+}
+
+int geniex_cancel_token_cancelled(const geniex_cancel_token* token) {
+  return token != nullptr && token->token->cancelled() ? 1 : 0;
+}
+
+void geniex_cancel_token_free(geniex_cancel_token* token) { delete token; }
+
 geniex_generation_params geniex_generation_default_params(void) {
   const geniex::GenerationConfig c;
   geniex_generation_params p;
@@ -276,6 +300,7 @@ geniex_generation_params geniex_generation_default_params(void) {
   p.ignore_eos = c.ignore_eos ? 1 : 0;
   p.add_special = c.add_special ? 1 : 0;
   p.parse_special = c.parse_special ? 1 : 0;
+  p.cancel = nullptr;
   return p;
 }
 

@@ -160,6 +160,65 @@ static void test_cancel(geniex_model* model) {
   geniex_generation_free(gen);
 }
 
+/* geniex_cancel_token: cancelled before the call (no token generated), and from the callback
+ * (which keeps returning nonzero): the engine stops at its next step, far before max_tokens. */
+typedef struct {
+  int calls;
+  geniex_cancel_token* token;
+} cancel_state;
+
+static int cancel_on_third(const char* text, size_t len, int32_t token, void* user_data) {
+  cancel_state* s = (cancel_state*)user_data;
+  (void)text;
+  (void)len;
+  (void)token;
+  if (++s->calls == 3) geniex_cancel_token_cancel(s->token);
+  return 1;
+}
+
+static void test_cancel_token(geniex_model* model) {
+  geniex_generation_params gp = greedy(8);
+  geniex_generation* gen = NULL;
+  geniex_error* err = NULL;
+  geniex_cancel_token* token = geniex_cancel_token_new();
+  cancel_state state;
+  CHECK(token != NULL);
+  CHECK(geniex_cancel_token_cancelled(token) == 0);
+  CHECK(geniex_cancel_token_cancelled(NULL) == 0);
+  geniex_cancel_token_cancel(NULL);
+  geniex_cancel_token_free(NULL);
+  geniex_cancel_token_cancel(token);
+  CHECK(geniex_cancel_token_cancelled(token) == 1);
+  gp.cancel = token;
+  CHECK_OK(geniex_generate(model, kPrompt, &gp, NULL, NULL, &gen, &err), err);
+  CHECK(strcmp(geniex_generation_stop_reason(gen), "cancelled") == 0);
+  CHECK(geniex_generation_n_tokens(gen) == 0);
+  geniex_generation_free(gen);
+  geniex_cancel_token_free(token);
+
+  token = geniex_cancel_token_new();
+  state.calls = 0;
+  state.token = token;
+  gp = greedy(200);
+  gp.ignore_eos = 1;
+  gp.cancel = token;
+  gen = NULL;
+  CHECK_OK(geniex_generate(model, kPrompt, &gp, cancel_on_third, &state, &gen, &err), err);
+  CHECK(strcmp(geniex_generation_stop_reason(gen), "cancelled") == 0);
+  CHECK(geniex_generation_n_tokens(gen) >= 3 && geniex_generation_n_tokens(gen) < 200);
+  geniex_generation_free(gen);
+  geniex_cancel_token_free(token);
+
+  /* A caller built against the header before `cancel` (a smaller struct) still works. */
+  gp = greedy(2);
+  gp.struct_size = (uint32_t)offsetof(geniex_generation_params, cancel);
+  gp.cancel = NULL;
+  gen = NULL;
+  CHECK_OK(geniex_generate(model, kPrompt, &gp, NULL, NULL, &gen, &err), err);
+  CHECK(geniex_generation_n_tokens(gen) == 2);
+  geniex_generation_free(gen);
+}
+
 /* Stops on the text of two consecutive streamed tokens of the greedy run: the text must end
  * right before them. */
 static void test_stop_string(geniex_model* model, const stream_state* greedy_run) {
@@ -513,6 +572,7 @@ int main(void) {
   test_greedy_stream(model, &greedy_run);
   test_seeded_sampling(model);
   test_cancel(model);
+  test_cancel_token(model);
   test_stop_string(model, &greedy_run);
   test_chat(model);
   test_tokenize(model);
