@@ -217,6 +217,13 @@ bash "$ROOT/scripts/build_llamacpp.sh" 2> >(tee -a "$LOG" >&2) >>"$LOG"
 # changed since the last install. (scripts/test.sh imports the build tree's copy instead.)
 # ---------------------------------------------------------------------------------------------
 STEP="pip install . (the geniex Python package)"
+# The package and the release preset compile the same engine with the same flags: through ccache
+# the second build reuses the first's objects (paths hashed relative to the checkout).
+if command -v ccache >/dev/null 2>&1; then
+  export CMAKE_C_COMPILER_LAUNCHER="${CMAKE_C_COMPILER_LAUNCHER:-ccache}"
+  export CMAKE_CXX_COMPILER_LAUNCHER="${CMAKE_CXX_COMPILER_LAUNCHER:-ccache}"
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$ROOT}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
+fi
 PKG_STAMP="$VENV/.geniex-package.sha256"
 pkg_hash="$( (git -C "$ROOT" rev-parse HEAD 2>/dev/null || true
   git -C "$ROOT" status --porcelain --untracked-files=all -- src include bindings tools cmake \
