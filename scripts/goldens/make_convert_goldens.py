@@ -7,6 +7,7 @@ Goldens tooling only (not used by the build, the tests or CI).  Per architecture
   metadata: every key in file order with its GGUF value type and value (arrays: element type,
             length and the sha256 of their JSON text; strings over 256 characters: length + sha256);
   tensors:  name, GGML type, shape (GGML order, ne[0] first) and the sha256 of the data bytes.
+Also the tiny llama split into three shards (split_safetensors) at q8_0.
 tests/python/test_convert_cli.py converts the same directories with `geniex convert` and compares.
 
   ~/.cache/geniex-goldens/venv/bin/python scripts/goldens/make_convert_goldens.py
@@ -60,6 +61,37 @@ def describe(path: Path) -> dict:
     return {"metadata": meta, "tensors": tensors}
 
 
+def split_safetensors(src: Path, dst: Path, n_shards: int) -> None:
+    """Copies checkpoint `src` to `dst` with model.safetensors split into n_shards shard files
+    (tensors round-robin by name) + model.safetensors.index.json, as save_pretrained lays out
+    large models; plain Python, deterministic."""
+    import struct
+    for f in src.iterdir():
+        if f.name != "model.safetensors":
+            (dst / f.name).write_bytes(f.read_bytes())
+    raw = (src / "model.safetensors").read_bytes()
+    (hlen,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + hlen])
+    header.pop("__metadata__", None)
+    data = raw[8 + hlen:]
+    names = sorted(header)
+    weight_map = {}
+    for k in range(n_shards):
+        part = names[k::n_shards]
+        fname = f"model-{k + 1:05d}-of-{n_shards:05d}.safetensors"
+        h, blob = {}, bytearray()
+        for n in part:
+            b, e = header[n]["data_offsets"]
+            h[n] = dict(header[n], data_offsets=[len(blob), len(blob) + e - b])
+            blob += data[b:e]
+            weight_map[n] = fname
+        hb = json.dumps(h).encode()
+        hb += b" " * (-len(hb) % 8)
+        (dst / fname).write_bytes(struct.pack("<Q", len(hb)) + hb + bytes(blob))
+    (dst / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": len(data)}, "weight_map": weight_map}))
+
+
 def main() -> int:
     out = {"generator": "scripts/goldens/make_convert_goldens.py",
            "judge": "llama.cpp 0c1e57098 convert_hf_to_gguf.py (llama-cpp-python 0.3.36 sdist) via "
@@ -73,6 +105,13 @@ def main() -> int:
                 mtm.convert(LLAMA_DIR, HF / arch, p, t, pre)
                 out["models"][arch]["outtypes"][t] = describe(p)
                 print(f"  {arch} {t}: {p.stat().st_size} B", flush=True)
+        # the sharded layout: the tiny llama in three shards + index
+        sharded = Path(tmp) / "llama"
+        sharded.mkdir()
+        split_safetensors(HF / "llama", sharded, 3)
+        p = Path(tmp) / "llama-3-shards-q8_0.gguf"
+        mtm.convert(LLAMA_DIR, sharded, p, "q8_0", "llama-bpe")
+        out["sharded"] = {"llama-3-shards-q8_0": describe(p)}
     (HF / "convert_goldens.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     return 0
 

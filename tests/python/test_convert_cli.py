@@ -24,7 +24,7 @@ GOLDENS = json.loads((HF / "convert_goldens.json").read_text())
 CASES = [(arch, t) for arch, m in GOLDENS["models"].items() for t in m["outtypes"]]
 
 sys.path.insert(0, str(REPO / "scripts/goldens"))
-from make_convert_goldens import describe  # noqa: E402  (the goldens' own format)
+from make_convert_goldens import describe, split_safetensors  # noqa: E402  (the goldens' own code)
 
 
 def convert(geniex_bin, src: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
@@ -110,3 +110,25 @@ def test_truncated_weights_leave_nothing_behind(geniex_bin, tmp_path):
     assert r.returncode == 1 and "model.safetensors" in r.stderr, r.stderr
     assert out.read_bytes() == b"previous"  # an existing file is untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["o.gguf", "src"]
+
+
+def test_sharded_checkpoint_matches_llama_cpp(geniex_bin, tmp_path):
+    """The tiny llama split into three shards + model.safetensors.index.json (round-robin, so
+    every shard mixes layers): the same file as llama.cpp's converter makes of it (tensor order
+    follows the shards), and the same tensors as the single-file conversion."""
+    src_named = tmp_path / "llama"  # the directory name gives general.name
+    src_named.mkdir()
+    split_safetensors(HF / "llama", src_named, 3)
+    three = tmp_path / "three.gguf"
+    r = convert(geniex_bin, src_named, three, "--outtype", "q8_0")
+    assert r.returncode == 0, r.stderr
+    assert describe(three) == GOLDENS["sharded"]["llama-3-shards-q8_0"]
+    one = tmp_path / "one.gguf"
+    assert convert(geniex_bin, HF / "llama", one, "--outtype", "q8_0").returncode == 0
+    a, b = describe(one), describe(three)
+    assert a["metadata"] == b["metadata"]
+    assert sorted(a["tensors"], key=lambda t: t["name"]) == sorted(b["tensors"], key=lambda t: t["name"])
+    # a shard missing from the directory is named
+    (src_named / "model-00002-of-00003.safetensors").unlink()
+    r = convert(geniex_bin, src_named, tmp_path / "x.gguf")
+    assert r.returncode == 1 and "model-00002-of-00003.safetensors" in r.stderr, r.stderr
