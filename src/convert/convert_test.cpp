@@ -81,6 +81,66 @@ TEST_F(TempDir, TinyLlamaF32IsByteIdenticalToLlamaCpp) {
   }
 }
 
+// Hostile tokenizer / config JSON of the wrong shapes: a Status (error or success), never an
+// exception or a crash; nothing is left behind on failure.
+TEST_F(TempDir, HostileJsonNeverThrows) {
+  const std::string src = source_dir() + "/tests/data/hf/llama";
+  const char* tokenizers[] = {
+      R"([])",
+      R"({"model": []})",
+      R"({"model": {"type": 7, "vocab": {}}})",
+      R"({"model": {"type": "BPE", "vocab": {"a": "x"}}})",
+      R"({"model": {"type": "BPE", "vocab": {"a": 99999}}})",
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": [1]},
+          "pre_tokenizer": {"type": "Split", "pattern": {"Regex": 5}}})",
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "added_tokens": [{"id": 1, "content": 2}]})",
+      R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "added_tokens": [{"id": 1, "content": "x",
+          "special": "yes"}], "post_processor": {"type": 3, "processors": 4},
+          "normalizer": {"type": "Sequence", "normalizers": [1, {"type": 2}]}})",
+  };
+  const auto out = (dir_ / "o.gguf").string();
+  for (const char* tj : tokenizers) {
+    fs::remove_all(dir_ / "m");
+    fs::create_directories(dir_ / "m");
+    for (const char* f : {"config.json", "model.safetensors", "tokenizer_config.json"}) {
+      fs::copy_file(src + "/" + f, dir_ / "m" / f);
+    }
+    std::ofstream(dir_ / "m" / "tokenizer.json") << tj;
+    ConvertOptions opts;
+    opts.tokenizer_pre = "llama-bpe";
+    auto r = convert_hf_to_gguf((dir_ / "m").string(), out, opts);
+    if (!r.ok()) {
+      EXPECT_FALSE(fs::exists(out)) << tj;
+      EXPECT_FALSE(fs::exists(out + ".tmp")) << tj;
+    }
+    fs::remove(out);
+  }
+  // config.json of the wrong kinds
+  const char* configs[] = {
+      R"({"architectures": ["LlamaForCausalLM"]})",
+      R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": -1, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "hidden_size": 64, "vocab_size": 2048})",
+      R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 3, "num_attention_heads": 0,
+          "num_key_value_heads": 2, "hidden_size": 64, "vocab_size": 2048})",
+      R"({"architectures": ["LlamaForCausalLM"], "num_hidden_layers": 1, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "hidden_size": 64, "vocab_size": 2048, "rope_parameters": 3,
+          "rms_norm_eps": "x", "head_dim": "y"})",
+      R"({"architectures": ["Lfm2ForCausalLM"], "num_hidden_layers": 2, "layer_types": [1, 2]})",
+      R"({"architectures": ["Gemma3ForCausalLM"], "num_hidden_layers": 2, "head_dim": -3})",
+  };
+  for (const char* cfg : configs) {
+    fs::remove_all(dir_ / "m");
+    fs::create_directories(dir_ / "m");
+    for (const char* f : {"tokenizer.json", "model.safetensors", "tokenizer_config.json"}) {
+      fs::copy_file(src + "/" + f, dir_ / "m" / f);
+    }
+    std::ofstream(dir_ / "m" / "config.json") << cfg;
+    auto r = convert_hf_to_gguf((dir_ / "m").string(), out);
+    EXPECT_FALSE(r.ok()) << cfg;
+    EXPECT_FALSE(fs::exists(out)) << cfg;
+  }
+}
+
 TEST(ConvertNames, SizeLabelAsGgufPy) {
   EXPECT_EQ(size_label(373'000), "373K");
   EXPECT_EQ(size_label(1'500), "1.5K");

@@ -41,6 +41,19 @@ std::optional<std::string> token_text(const json& obj, const std::string& key) {
   return std::nullopt;
 }
 
+// obj[key] when obj is an object and the value has the wanted kind; the fallback otherwise
+// (nlohmann's value() throws on a kind mismatch).
+std::string str_field(const json& obj, const char* key) {
+  if (!obj.is_object()) return {};
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+bool bool_field(const json& obj, const char* key) {
+  if (!obj.is_object()) return false;
+  const auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::string special_id_of(const json& entry) {  // {"SpecialToken": {"id": "<s>"}} -> "<s>"
   if (!entry.is_object()) return {};
   const auto st = entry.find("SpecialToken");
@@ -115,7 +128,7 @@ struct SpecialVocab {
 
   void parse_normalizer(const json& n) {
     if (!n.is_object()) return;
-    const std::string type = n.value("type", "");
+    const std::string type = str_field(n, "type");
     if (type == "Lowercase") {
       lowercase = true;
     } else if (type == "StripAccents") {
@@ -225,7 +238,7 @@ Status load_special_vocab(const VocabInputs& in, const json& tj, SpecialVocab& s
     }
     for (const json& p : procs) {
       if (!p.is_object()) continue;
-      const std::string type = p.value("type", "");
+      const std::string type = str_field(p, "type");
       if (type == "ByteLevel") {
         sv.add.set_default("bos", false);
         sv.add.set_default("eos", false);
@@ -273,7 +286,7 @@ Status load_special_vocab(const VocabInputs& in, const json& tj, SpecialVocab& s
     }
     if (!content) continue;
     for (const json& a : added) {
-      if (a.is_object() && a.value("content", "") == *content && a.contains("id")) {
+      if (a.is_object() && str_field(a, "content") == *content && a.contains("id")) {
         GENIEX_TRY(sv.set_id(typ, a["id"]));
         break;
       }
@@ -333,7 +346,7 @@ Result<std::string> detect_bpe_pre(const nlohmann::json& tj) {
       parts.push_back(pt);
     }
     for (const json& p : parts) {
-      if (p.is_object() && p.value("type", "") == "Split" && p.contains("pattern") &&
+      if (p.is_object() && str_field(p, "type") == "Split" && p.contains("pattern") &&
           p["pattern"].is_object() && p["pattern"].contains("Regex") &&
           p["pattern"]["Regex"].is_string()) {
         patterns.push_back(p["pattern"]["Regex"].get<std::string>());
@@ -360,7 +373,7 @@ Status add_bpe_vocab(const VocabInputs& in, gguf::GgufWriter& w) {
   }
   const json tj = std::move(tj_or).value();
   const auto model = tj.find("model");
-  if (model == tj.end() || !model->is_object() || model->value("type", "") != "BPE" ||
+  if (model == tj.end() || !model->is_object() || str_field(*model, "type") != "BPE" ||
       !model->contains("vocab") || !(*model)["vocab"].is_object()) {
     return unimplemented(tj_path +
                          ": only BPE models (\"model\": {\"type\": \"BPE\"}) are supported");
@@ -400,7 +413,7 @@ Status add_bpe_vocab(const VocabInputs& in, gguf::GgufWriter& w) {
       }
       const auto i = static_cast<size_t>(id);
       std::string text = a["content"].get<std::string>();
-      const bool special = a.value("special", false);
+      const bool special = bool_field(a, "special");
       if (special || looks_special(text)) {
         types[i] = kTokenControl;
       } else {
