@@ -17,6 +17,7 @@ struct ConvertFlags {
   std::string output;
   std::string outtype = "auto";
   std::string tokenizer_pre;
+  std::string mmproj;
 };
 
 int run_convert(const ConvertFlags& f) {
@@ -28,6 +29,7 @@ int run_convert(const ConvertFlags& f) {
   convert::ConvertOptions opts;
   opts.outtype = *type;
   opts.tokenizer_pre = f.tokenizer_pre;
+  opts.mmproj_path = f.mmproj;
   const auto start = std::chrono::steady_clock::now();
   auto r = convert::convert_hf_to_gguf(f.hf_dir, f.output, opts);
   if (!r.ok()) {
@@ -41,6 +43,9 @@ int run_convert(const ConvertFlags& f) {
               convert::size_label(r->n_params).c_str(),
               std::string(convert::outtype_name(r->outtype)).c_str(),
               human_bytes(r->file_bytes, 1).c_str(), secs);
+  if (!f.mmproj.empty()) {
+    std::printf("vision projector -> %s: %zu tensors\n", f.mmproj.c_str(), r->mmproj_tensors);
+  }
   return kExitOk;
 }
 
@@ -62,6 +67,8 @@ Command register_convert(CLI::App& parent) {
   c->add_option("--tokenizer-pre", f->tokenizer_pre,
                 "BPE pre-tokenizer name (llama-bpe, qwen2, ...); default: detected from "
                 "tokenizer.json");
+  c->add_option("--mmproj", f->mmproj,
+                "also write the vision projector GGUF here (LFM2-VL checkpoints)");
   return {c, [f] { return run_convert(*f); }};
 }
 

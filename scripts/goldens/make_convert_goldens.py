@@ -7,7 +7,8 @@ Goldens tooling only (not used by the build, the tests or CI).  Per architecture
   metadata: every key in file order with its GGUF value type and value (arrays: element type,
             length and the sha256 of their JSON text; strings over 256 characters: length + sha256);
   tensors:  name, GGML type, shape (GGML order, ne[0] first) and the sha256 of the data bytes.
-Also the tiny llama split into three shards (split_safetensors) at q8_0.
+Also the vision projector (--mmproj) of the LFM2-VL checkpoint at every outtype, and the tiny
+llama split into three shards (split_safetensors) at q8_0.
 tests/python/test_convert_cli.py converts the same directories with `geniex convert` and compares.
 
   ~/.cache/geniex-goldens/venv/bin/python scripts/goldens/make_convert_goldens.py
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +31,8 @@ HF = REPO / "tests/data/hf"
 LLAMA_DIR = mtm.GOLDENS_HOME / "llama_cpp_python-0.3.36/vendor/llama.cpp"
 # directory -> BPE pre-tokenizer name (truncated vocabularies: see convert_tiny_gguf.py); None: SentencePiece
 ARCHS = {"llama": "llama-bpe", "mistral": "llama-bpe", "qwen2": "qwen2", "qwen3": "qwen2", "lfm2": "llama-bpe",
-         "gemma3": None}
+         "gemma3": None, "lfm2vl": "llama-bpe"}
+MMPROJ = ["lfm2vl"]  # directories whose vision projector (--mmproj) is recorded too
 OUTTYPES = ["f32", "f16", "bf16", "q8_0"]
 
 
@@ -105,6 +108,16 @@ def main() -> int:
                 mtm.convert(LLAMA_DIR, HF / arch, p, t, pre)
                 out["models"][arch]["outtypes"][t] = describe(p)
                 print(f"  {arch} {t}: {p.stat().st_size} B", flush=True)
+        out["mmproj"] = {}
+        for arch in MMPROJ:
+            out["mmproj"][arch] = {}
+            for t in OUTTYPES:
+                p = Path(tmp) / f"mmproj-{arch}-{t}.gguf"
+                cmd = [sys.executable, str(HERE / "convert_tiny_gguf.py"), "--llama-cpp-dir", str(LLAMA_DIR), "--",
+                       str(HF / arch), "--outtype", t, "--outfile", str(p), "--mmproj"]
+                subprocess.run(cmd, check=True, capture_output=True)
+                out["mmproj"][arch][t] = describe(p)
+                print(f"  mmproj {arch} {t}: {p.stat().st_size} B", flush=True)
         # the sharded layout: the tiny llama in three shards + index
         sharded = Path(tmp) / "llama"
         sharded.mkdir()

@@ -133,11 +133,30 @@ def make_gemma3(mdir: Path) -> None:
     model.save_pretrained(mdir, safe_serialization=True)
 
 
-def verify(arch: str, mdir: Path, pre: str | None) -> None:
+def make_lfm2vl(mdir: Path) -> None:
+    """The LFM2-VL checkpoint exactly as make_tiny_lfm2vl.py builds it (processor, seeded weights,
+    its checkpoint fix-ups)."""
+    import torch
+    import make_tiny_lfm2vl as mtv
+    torch.set_num_threads(2)
+    tok, proc, ids, _ = mtv.build_processor(mdir)
+    model, _ = mtv.build_model(tok, ids)
+    model.save_pretrained(mdir, safe_serialization=True)
+    proc.save_pretrained(mdir)
+    mtv.fix_checkpoint(mdir)
+
+
+def convert_mmproj(mdir: Path, out: Path) -> None:
+    cmd = [sys.executable, str(HERE / "convert_tiny_gguf.py"), "--llama-cpp-dir", str(LLAMA_DIR),
+           "--", str(mdir), "--outtype", "f32", "--outfile", str(out), "--mmproj"]
+    subprocess.run(cmd, check=True, capture_output=True)
+
+
+def verify(arch: str, mdir: Path, pre: str | None, ref_name: str | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "x.gguf"
         mtm.convert(LLAMA_DIR, mdir, out, "f32", pre)
-        ref = MODELS / f"tiny-{arch}-f32.gguf"
+        ref = MODELS / (ref_name or f"tiny-{arch}-f32.gguf")
         a, b = gguf_tensors(out), gguf_tensors(ref)
         assert list(a) == list(b), f"tensor names differ: {list(a)} vs {list(b)}"
         bad = [n for n in a if a[n] != b[n]]
@@ -150,12 +169,21 @@ def verify(arch: str, mdir: Path, pre: str | None) -> None:
 
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
-    archs = sys.argv[1:] or ["llama", "mistral", "qwen2", "qwen3", "lfm2", "gemma3"]
+    archs = sys.argv[1:] or ["llama", "mistral", "qwen2", "qwen3", "lfm2", "gemma3", "lfm2vl"]
     for arch in archs:
         mdir = OUT / arch
         if arch in ("llama", "mistral"):
             make_llama(arch, mdir)
             verify(arch, mdir, "llama-bpe")
+        elif arch == "lfm2vl":
+            make_lfm2vl(mdir)
+            verify(arch, mdir, "llama-bpe")
+            with tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "mm.gguf"
+                convert_mmproj(mdir, out)
+                ref = MODELS / "mmproj-tiny-lfm2vl-f32.gguf"
+                assert out.read_bytes() == ref.read_bytes(), "mmproj differs from " + ref.name
+                print(f"  lfm2vl: llama.cpp's --mmproj conversion == {ref.name} (byte for byte)")
         elif arch == "gemma3":
             make_gemma3(mdir)
             verify(arch, mdir, None)

@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <regex>
+#include <string_view>
 
 #include "convert/arch.h"
 #include "convert/hf_vocab.h"
+#include "convert/mmproj.h"
 #include "convert/safetensors.h"
 #include "convert/text_params.h"
 #include "gguf/gguf_writer.h"
@@ -25,6 +28,35 @@ OutType resolve_outtype(OutType t, const SafetensorsModel& st) {
     break;
   }
   return OutType::kF16;
+}
+
+// llama.cpp's TextModel.filter_tensors: a multimodal checkpoint's vision / audio / projector
+// tensors are not the text model's; "language_model." is dropped from the rest.
+std::optional<std::string> text_tensor_name(const std::string& name) {
+  static constexpr std::string_view kPrefixes[] = {
+      "mlp",     "vit.",       "vpm.",           "siglip2.",          "conformer.",
+      "merger.", "resampler.", "sound_encoder.", "sound_projection.", "speech_embeddings."};
+  static constexpr std::string_view kInfixes[] = {"visual.",         "vision.",
+                                                  "audio.",          "talker.",
+                                                  "vision_",         "audio_",
+                                                  "token2wav.",      "code2wav.",
+                                                  "projector.",      "pre_mm_projector_norm",
+                                                  "image_newline",   "view_seperator",
+                                                  "patch_embed",     "patch_embedding",
+                                                  "patch_merger.",   "patch_merge_mlp.",
+                                                  "model.connector."};
+  for (std::string_view p : kPrefixes) {
+    if (name.starts_with(p)) return std::nullopt;
+  }
+  for (std::string_view p : kInfixes) {
+    if (name.find(p) != std::string::npos) return std::nullopt;
+  }
+  std::string out = name;
+  constexpr std::string_view kLm = "language_model.";
+  for (size_t at = out.find(kLm); at != std::string::npos; at = out.find(kLm, at)) {
+    out.erase(at, kLm.size());
+  }
+  return out;
 }
 
 Status add_tensor(gguf::GgufWriter& w, ConvTensor& t, OutType out, uint64_t& n_params) {
@@ -117,8 +149,8 @@ Result<ConvertReport> convert_hf_to_gguf(const std::string& hf_dir, const std::s
   gguf::GgufWriter w;
   w.set("general.architecture", Value::of_string(report.gguf_arch));
   w.set("general.type", Value::of_string("model"));
-  w.set("general.name",
-        Value::of_string(opts.model_name.empty() ? name_from_dir(hf_dir) : opts.model_name));
+  const std::string model_name = opts.model_name.empty() ? name_from_dir(hf_dir) : opts.model_name;
+  w.set("general.name", Value::of_string(model_name));
   w.set("general.size_label", Value::of_string(""));  // known once the tensors are in
   GENIEX_TRY(add_text_params(cfg, report.gguf_arch, static_cast<uint32_t>(n_block),
                              file_type_of(report.outtype), w));
@@ -134,19 +166,29 @@ Result<ConvertReport> convert_hf_to_gguf(const std::string& hf_dir, const std::s
   GENIEX_ASSIGN_OR_RETURN(std::vector<ConvTensor> extra, arch->extra_tensors());
   for (ConvTensor& t : extra) GENIEX_TRY(add_tensor(w, t, report.outtype, report.n_params));
   for (const StTensor* s : st.tensors()) {
-    GENIEX_ASSIGN_OR_RETURN(std::optional<std::string> name, arch->map_name(s->name));
+    const std::optional<std::string> hf_name = text_tensor_name(s->name);
+    if (!hf_name) continue;
+    GENIEX_ASSIGN_OR_RETURN(std::optional<std::string> name, arch->map_name(*hf_name));
     if (!name) continue;
     ConvTensor t;
     t.name = std::move(*name);
     t.shape = s->shape;
     GENIEX_ASSIGN_OR_RETURN(t.values, decode_to_f32(*s));
-    GENIEX_TRY(arch->transform(s->name, t));
+    GENIEX_TRY(arch->transform(*hf_name, t));
     GENIEX_TRY(add_tensor(w, t, report.outtype, report.n_params));
     ++report.n_tensors;
   }
   report.n_tensors += extra.size();
   w.set("general.size_label", Value::of_string(size_label(report.n_params)));
-  GENIEX_TRY(w.write(out_path));
+  if (!opts.mmproj_path.empty()) {
+    GENIEX_ASSIGN_OR_RETURN(MmprojReport mm, convert_mmproj(hf_dir, cfg, st, report.outtype,
+                                                            model_name, opts.mmproj_path));
+    report.mmproj_tensors = mm.n_tensors;
+  }
+  if (Status s = w.write(out_path); !s.ok()) {
+    if (!opts.mmproj_path.empty()) std::remove(opts.mmproj_path.c_str());
+    return s;
+  }
   if (std::FILE* f = std::fopen(out_path.c_str(), "rb")) {
     std::fseek(f, 0, SEEK_END);
     report.file_bytes = static_cast<uint64_t>(std::ftell(f));

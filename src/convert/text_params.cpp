@@ -58,8 +58,13 @@ Result<HfConfig> load_hf_config(const std::string& dir) {
   if (archs == c.params.end() || !archs->is_array() || archs->empty() || !(*archs)[0].is_string()) {
     return invalid_argument(c.path + ": no \"architectures\" list naming the model class");
   }
-  c.hf_arch = (*archs)[0].get<std::string>();
+  c.hf_arch = c.top_arch = (*archs)[0].get<std::string>();
   if (const auto tc = c.params.find("text_config"); tc != c.params.end() && tc->is_object()) {
+    // As llama.cpp: the text model's own class names the text architecture.
+    if (const auto ta = tc->find("architectures");
+        ta != tc->end() && ta->is_array() && !ta->empty() && (*ta)[0].is_string()) {
+      c.hf_arch = (*ta)[0].get<std::string>();
+    }
     json merged = c.params;
     for (const auto& [k, v] : tc->items()) merged[k] = v;
     c.params = std::move(merged);

@@ -18,8 +18,10 @@ namespace geniex::convert {
 struct HfConfig {
   nlohmann::json params;  ///< the (merged) hyperparameters
   nlohmann::json rope;    ///< rope_parameters / rope_scaling, with rope_theta etc. mirrored in
-  std::string hf_arch;    ///< architectures[0]
-  std::string path;       ///< for error messages
+  std::string
+      hf_arch;  ///< the text model's class: text_config.architectures[0], else architectures[0]
+  std::string top_arch;  ///< architectures[0] (the multimodal wrapper's class, if any)
+  std::string path;      ///< for error messages
 
   /// The first of `keys` present (nullptr when none is, or its value is null).
   [[nodiscard]] const nlohmann::json* find(std::initializer_list<const char*> keys) const;

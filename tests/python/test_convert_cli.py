@@ -47,7 +47,28 @@ def test_convert_matches_llama_cpp(geniex_bin, tmp_path, arch, outtype):
         assert a == b, f"{a['name']}: ours {a} vs llama.cpp {b}"
 
 
-@pytest.mark.parametrize("arch", sorted(GOLDENS["models"]))
+MM_CASES = [(arch, t) for arch, m in GOLDENS["mmproj"].items() for t in m]
+
+
+@pytest.mark.parametrize("arch,outtype", MM_CASES)
+def test_mmproj_matches_llama_cpp(geniex_bin, tmp_path, arch, outtype):
+    """--mmproj: the vision projector file equals llama.cpp's `--mmproj` conversion (metadata
+    in order, tensor names, types, shapes, bytes); the text file is written too."""
+    out, mm = tmp_path / "text.gguf", tmp_path / "mmproj.gguf"
+    r = convert(geniex_bin, HF / arch, out, "--outtype", outtype, "--mmproj", str(mm))
+    assert r.returncode == 0, r.stderr
+    assert describe(mm) == GOLDENS["mmproj"][arch][outtype]
+    assert describe(out) == GOLDENS["models"][arch]["outtypes"][outtype]
+
+
+def test_mmproj_of_a_text_model_is_an_error(geniex_bin, tmp_path):
+    out, mm = tmp_path / "text.gguf", tmp_path / "mmproj.gguf"
+    r = convert(geniex_bin, HF / "llama", out, "--mmproj", str(mm))
+    assert r.returncode == 1 and "LlamaForCausalLM" in r.stderr, r.stderr
+    assert not out.exists() and not mm.exists()
+
+
+@pytest.mark.parametrize("arch", sorted(a for a in GOLDENS["models"] if a != "lfm2vl"))
 @pytest.mark.parametrize("outtype", ["f32", "f16", "q8_0"])
 def test_conversion_is_the_committed_file(geniex_bin, tmp_path, arch, outtype):
     """The engine's tiny-model goldens (tests/data/models/tiny-<arch>-<type>.gguf, llama.cpp's
@@ -132,3 +153,14 @@ def test_sharded_checkpoint_matches_llama_cpp(geniex_bin, tmp_path):
     (src_named / "model-00002-of-00003.safetensors").unlink()
     r = convert(geniex_bin, src_named, tmp_path / "x.gguf")
     assert r.returncode == 1 and "model-00002-of-00003.safetensors" in r.stderr, r.stderr
+
+
+def test_lfm2vl_pair_is_the_committed_files(geniex_bin, tmp_path):
+    """The engine's LFM2-VL goldens (tiny-lfm2vl-f32.gguf + mmproj-tiny-lfm2vl-f32.gguf, made by
+    llama.cpp from this checkpoint) are reproduced byte for byte."""
+    out, mm = tmp_path / "text.gguf", tmp_path / "mmproj.gguf"
+    r = convert(geniex_bin, HF / "lfm2vl", out, "--outtype", "f32", "--mmproj", str(mm))
+    assert r.returncode == 0, r.stderr
+    models = REPO / "tests/data/models"
+    assert out.read_bytes() == (models / "tiny-lfm2vl-f32.gguf").read_bytes()
+    assert mm.read_bytes() == (models / "mmproj-tiny-lfm2vl-f32.gguf").read_bytes()
