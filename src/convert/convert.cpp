@@ -3,7 +3,6 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
-#include <regex>
 #include <string_view>
 
 #include "convert/arch.h"
@@ -93,6 +92,28 @@ std::string size_label(uint64_t n) {
   return buf;
 }
 
+namespace {
+
+// ^(v\d+(\.\d+)*|\d.*)$ of gguf-py's metadata heuristics, without <regex>.
+bool looks_like_version(const std::string& w) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (!w.empty() && digit(w[0])) return true;
+  if (w.size() < 2 || w[0] != 'v' || !digit(w[1])) return false;
+  bool after_dot = false;
+  for (size_t i = 1; i < w.size(); ++i) {
+    if (digit(w[i])) {
+      after_dot = false;
+    } else if (w[i] == '.' && !after_dot && digit(w[i - 1])) {
+      after_dot = true;
+    } else {
+      return false;
+    }
+  }
+  return !after_dot;
+}
+
+}  // namespace
+
 std::string name_from_dir(const std::string& dir) {
   std::string base = dir;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
@@ -101,7 +122,6 @@ std::string name_from_dir(const std::string& dir) {
   for (char& c : base) {
     if (c == '-') c = ' ';
   }
-  static const std::regex kVersion(R"(^(v\d+(?:\.\d+)*|\d.*)$)");
   std::string out;
   size_t i = 0;
   while (i < base.size()) {
@@ -115,7 +135,7 @@ std::string name_from_dir(const std::string& dir) {
                     [](char c) { return std::islower(static_cast<unsigned char>(c)); }) &&
         std::none_of(word.begin(), word.end(),
                      [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
-    if (lower && !std::regex_match(word, kVersion)) {
+    if (lower && !looks_like_version(word)) {
       bool start = true;  // str.title(): upper after any non-letter
       for (char& c : word) {
         const bool alpha = std::isalpha(static_cast<unsigned char>(c)) != 0;

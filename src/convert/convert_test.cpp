@@ -154,6 +154,10 @@ TEST(ConvertNames, NameFromDirectory) {
   EXPECT_EQ(name_from_dir("/x/tiny-llama/"), "Tiny Llama");
   EXPECT_EQ(name_from_dir("Qwen3-0.6B"), "Qwen3 0.6B");
   EXPECT_EQ(name_from_dir("my-model-v2"), "My Model v2");
+  EXPECT_EQ(name_from_dir("x-v2.1"), "X v2.1");
+  EXPECT_EQ(name_from_dir("x-v2."), "X V2.");
+  EXPECT_EQ(name_from_dir("lfm2vl"), "Lfm2Vl");
+  EXPECT_EQ(name_from_dir("a-7b"), "A 7b");
 }
 
 TEST(ConvertOutType, Parse) {
