@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <numbers>
 
 #include "convert/arch.h"
 #include "convert/tensor_names.h"
@@ -97,7 +98,7 @@ class LlamaConverter : public ArchConverter {
                            number_or(rp, "high_freq_factor", 4.0));
     const auto span = static_cast<float>(number_or(rp, "high_freq_factor", 4.0) -
                                          number_or(rp, "low_freq_factor", 1.0));
-    const auto two_pi = static_cast<float>(2.0 * M_PI);
+    const auto two_pi = static_cast<float>(2.0 * std::numbers::pi);
     const auto dim = static_cast<float>(head_dim_);
     ConvTensor out{"rope_freqs.weight", {head_dim_ / 2}, {}};
     for (uint64_t i = 0; i < head_dim_; i += 2) {
