@@ -160,6 +160,41 @@ TEST(ConvertNames, NameFromDirectory) {
   EXPECT_EQ(name_from_dir("a-7b"), "A 7b");
 }
 
+TEST(TensorEncode, DecodesF16AndBf16Sources) {
+  const uint8_t f16[] = {0x00, 0x3c, 0x00, 0xc0};   // 1.0, -2.0
+  const uint8_t bf16[] = {0x80, 0x3f, 0x40, 0xc0};  // 1.0, -3.0
+  StTensor t;
+  t.name = "w";
+  t.n_elements = 2;
+  t.shape = {2};
+  t.dtype = StDType::kF16;
+  t.data = f16;
+  auto a = decode_to_f32(t);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(*a, (std::vector<float>{1.0f, -2.0f}));
+  t.dtype = StDType::kBF16;
+  t.data = bf16;
+  auto b = decode_to_f32(t);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(*b, (std::vector<float>{1.0f, -3.0f}));
+  t.dtype = StDType::kI32;
+  EXPECT_EQ(decode_to_f32(t).status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(TensorEncode, LlamaCppTypeRules) {
+  EXPECT_EQ(choose_type("blk.0.attn_norm.weight", 1, 64, OutType::kQ8_0), GgmlType::kF32);
+  EXPECT_EQ(choose_type("blk.0.attn_q.bias", 1, 64, OutType::kF16), GgmlType::kF32);
+  EXPECT_EQ(choose_type("blk.0.attn_q.weight", 2, 64, OutType::kQ8_0), GgmlType::kQ8_0);
+  EXPECT_EQ(choose_type("mm.2.weight", 2, 48, OutType::kQ8_0), GgmlType::kF16);  // 48 % 32
+  EXPECT_EQ(choose_type("blk.0.shortconv.conv.weight", 2, 3, OutType::kF16), GgmlType::kF32);
+  EXPECT_EQ(choose_type("token_embd.weight", 2, 64, OutType::kBF16), GgmlType::kBF16);
+  EXPECT_EQ(choose_type("output.weight", 2, 64, OutType::kF32), GgmlType::kF32);
+  auto q = encode(std::vector<float>(64, 1.0f), 32, GgmlType::kQ8_0);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->size(), 2u * 34u);
+  EXPECT_FALSE(encode(std::vector<float>(48, 1.0f), 48, GgmlType::kQ8_0).ok());
+}
+
 TEST(ConvertOutType, Parse) {
   EXPECT_EQ(*parse_outtype("q8_0"), OutType::kQ8_0);
   EXPECT_EQ(*parse_outtype("bf16"), OutType::kBF16);
