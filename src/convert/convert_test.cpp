@@ -22,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir : public ::testing::Test {
+class ConvertDir : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
@@ -47,7 +47,7 @@ std::vector<uint8_t> read_bytes(const std::string& path) {
 
 // The committed tiny llama checkpoint is the source of the committed llama.cpp F32 conversion
 // (scripts/goldens/make_tiny_hf_dirs.py checks that); ours must be the same file, byte for byte.
-TEST_F(TempDir, TinyLlamaF32IsByteIdenticalToLlamaCpp) {
+TEST_F(ConvertDir, TinyLlamaF32IsByteIdenticalToLlamaCpp) {
   const std::string out = (dir_ / "llama").string() + ".gguf";
   ConvertOptions opts;
   opts.outtype = OutType::kF32;
@@ -83,7 +83,7 @@ TEST_F(TempDir, TinyLlamaF32IsByteIdenticalToLlamaCpp) {
 
 // Hostile tokenizer / config JSON of the wrong shapes: a Status (error or success), never an
 // exception or a crash; nothing is left behind on failure.
-TEST_F(TempDir, HostileJsonNeverThrows) {
+TEST_F(ConvertDir, HostileJsonNeverThrows) {
   const std::string src = source_dir() + "/tests/data/hf/llama";
   const char* tokenizers[] = {
       R"([])",
@@ -201,7 +201,7 @@ TEST(ConvertOutType, Parse) {
   EXPECT_FALSE(parse_outtype("q4_0").ok());
 }
 
-TEST_F(TempDir, MissingConfigIsNamed) {
+TEST_F(ConvertDir, MissingConfigIsNamed) {
   const auto out = (dir_ / "out.gguf").string();
   const Status s = convert_hf_to_gguf(dir_.string(), out).status();
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
@@ -209,7 +209,7 @@ TEST_F(TempDir, MissingConfigIsNamed) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-TEST_F(TempDir, UnknownArchitectureIsNamed) {
+TEST_F(ConvertDir, UnknownArchitectureIsNamed) {
   std::ofstream(dir_ / "config.json") << R"({"architectures":["FancyNetForCausalLM"]})";
   const auto out = (dir_ / "out.gguf").string();
   const Status s = convert_hf_to_gguf(dir_.string(), out).status();
@@ -218,7 +218,7 @@ TEST_F(TempDir, UnknownArchitectureIsNamed) {
   EXPECT_FALSE(fs::exists(out));
 }
 
-TEST_F(TempDir, ConfigWithoutArchitectures) {
+TEST_F(ConvertDir, ConfigWithoutArchitectures) {
   std::ofstream(dir_ / "config.json") << R"({"hidden_size": 8})";
   const Status s = convert_hf_to_gguf(dir_.string(), (dir_ / "o.gguf").string()).status();
   EXPECT_NE(s.message().find("architectures"), std::string::npos) << s.message();
