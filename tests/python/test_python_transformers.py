@@ -326,3 +326,25 @@ def test_model_resolution(gemma_gguf, tmp_path, monkeypatch):
     assert AutoTokenizer.from_pretrained(tmp_path).eos_token == "<eos>"
     with pytest.raises(OSError, match="never downloads"):
         AutoTokenizer.from_pretrained("org/unknown-model")
+
+
+def test_auto_tokenizer_equals_hugging_face_on_the_gemma_corpus(tok):
+    # tests/data/tokenizer/gemma3_corpus_goldens.json: transformers' own tokenizer for this GGUF
+    # (`hf`: tokenizer(text, add_special_tokens=False)) and llama.cpp's, on 2,289 texts. Ours must
+    # equal transformers everywhere except the cases where transformers and llama.cpp disagree
+    # (documented in the file's notes), where it follows llama.cpp, as the engine does.
+    goldens = json.loads((REPO / "tests/data/tokenizer/gemma3_corpus_goldens.json").read_text())
+    cases = goldens["cases"]
+    assert len(cases) == 2289
+    differ, judges_differ = [], []
+    for i, case in enumerate(cases):
+        ids = tok(case["text"], add_special_tokens=False)["input_ids"]
+        if case["hf"] != case["llama_cpp_special"]:
+            judges_differ.append(i)
+            assert ids == case["llama_cpp_special"], case["text"]
+        elif ids != case["hf"]:
+            differ.append(i)
+        if case["roundtrip_special"]:
+            assert tok.decode(ids) == case["text"]
+    assert differ == []
+    assert len(judges_differ) == 2289 - goldens["stats"]["hf_eq_llama_cpp_special"] == 2
