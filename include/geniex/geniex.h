@@ -158,11 +158,15 @@ typedef struct geniex_generation_params {
   /** Cancels the generation from another thread; NULL = none. (Added after the first version:
    *  callers with an older, smaller struct_size get none.) */
   geniex_cancel_token* cancel;
+  /** Structured output: a JSON Schema (JSON text) the generated text must satisfy, as
+   *  geniex::GenerationConfig::json_schema; NULL = none. A schema outside the supported subset
+   *  is GENIEX_ERR_INVALID_ARGUMENT naming the keyword. (Appended after `cancel`.) */
+  const char* json_schema;
 } geniex_generation_params;
 
 /** Defaults equal to geniex::GenerationConfig{}: max_tokens 256, temperature 0.8, top_k 40,
  *  top_p 0.95, min_p 0.05, penalties off (1/0/0, last_n 64), seed -1, no stop strings,
- *  ignore_eos 0, add_special 1, parse_special 0, cancel NULL. */
+ *  ignore_eos 0, add_special 1, parse_special 0, cancel NULL, json_schema NULL. */
 GENIEX_API geniex_generation_params geniex_generation_default_params(void);
 
 /** Receives each piece of generated text (`len` bytes, not NUL-terminated) as soon as it is

@@ -145,6 +145,11 @@ int config_of(const geniex_generation_params* p, geniex::GenerationConfig* out,
       p->cancel != nullptr) {
     c.cancel = p->cancel->token;
   }
+  if (has_field(p->struct_size, offsetof(geniex_generation_params, json_schema),
+                sizeof(p->json_schema)) &&
+      p->json_schema != nullptr) {
+    c.json_schema = p->json_schema;
+  }
   *out = std::move(c);
   return GENIEX_OK;
 }
@@ -301,6 +306,7 @@ geniex_generation_params geniex_generation_default_params(void) {
   p.add_special = c.add_special ? 1 : 0;
   p.parse_special = c.parse_special ? 1 : 0;
   p.cancel = nullptr;
+  p.json_schema = nullptr;
   return p;
 }
 

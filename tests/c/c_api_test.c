@@ -261,6 +261,39 @@ static void test_stop_string(geniex_model* model, const stream_state* greedy_run
   geniex_generation_free(gen);
 }
 
+/* Structured output: the reply is held to a schema (an object with an enum and a bounded
+ * integer: its exact shape is checked by hand), generation ends at end-of-generation; an
+ * unsupported keyword is INVALID_ARGUMENT naming it. */
+static void test_json_schema(geniex_model* model) {
+  geniex_generation_params gp = greedy(200);
+  geniex_generation* gen = NULL;
+  geniex_error* err = NULL;
+  const char* text = NULL;
+  int n = -1;
+  char word[8] = {0};
+  gp.json_schema =
+      "{\"type\":\"object\",\"properties\":{\"w\":{\"enum\":[\"yes\",\"no\"]},"
+      "\"n\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9}},"
+      "\"required\":[\"w\",\"n\"],\"additionalProperties\":false}";
+  CHECK_OK(geniex_generate(model, kPrompt, &gp, NULL, NULL, &gen, &err), err);
+  CHECK(gen != NULL);
+  if (gen == NULL) return;
+  text = geniex_generation_text(gen);
+  printf("json_schema reply: %s\n", text);
+  CHECK(strcmp(geniex_generation_stop_reason(gen), "eog") == 0);
+  CHECK(sscanf(text, " { \"w\" : \"%3[a-z]\" , \"n\" : %d }", word, &n) == 2);
+  CHECK(strcmp(word, "yes") == 0 || strcmp(word, "no") == 0);
+  CHECK(n >= 0 && n <= 9);
+  geniex_generation_free(gen);
+  gen = NULL;
+  gp.json_schema = "{\"type\":\"string\",\"pattern\":\"^a\"}";
+  CHECK(geniex_generate(model, kPrompt, &gp, NULL, NULL, &gen, &err) ==
+        GENIEX_ERR_INVALID_ARGUMENT);
+  CHECK(gen == NULL);
+  CHECK(err != NULL && strstr(geniex_error_message(err), "'pattern'") != NULL);
+  geniex_error_free(err);
+}
+
 static void test_chat(geniex_model* model) {
   geniex_chat_message msgs[2];
   geniex_generation_params gp = greedy(4);
@@ -574,6 +607,7 @@ int main(void) {
   test_cancel(model);
   test_cancel_token(model);
   test_stop_string(model, &greedy_run);
+  test_json_schema(model);
   test_chat(model);
   test_tokenize(model);
   test_errors(model, dir);
