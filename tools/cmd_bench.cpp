@@ -339,13 +339,16 @@ Status run_image(Model& model, const std::vector<Image>& images, int32_t n_gen, 
                           model.generate(kImagePromptText, images, greedy(std::max(1, n_gen))));
   const ImageStats after = model.image_stats();
   if (out == nullptr) return Status();
+  // The encoder runs inside the generation, when its prefill reaches the image (its time is in
+  // prompt_ms and ttft_ms); decoding and preprocessing come before the request starts.
   const double encode = after.encode_ms - before.encode_ms;
+  const double prepare = after.prepare_ms - before.prepare_ms;
   out->views = after.views - before.views;
   out->prompt_tokens = g.timings.prompt_tokens;
   out->n_gen = n_gen;
   out->encode_ms.push_back(encode);
-  out->prefill_ms.push_back(g.timings.prompt_ms);
-  out->ttft_ms.push_back(encode + g.timings.ttft_ms);
+  out->prefill_ms.push_back(g.timings.prompt_ms - (encode - prepare));
+  out->ttft_ms.push_back(prepare + g.timings.ttft_ms);
   if (n_gen > 0) out->tg_tok_s.push_back(g.timings.generation_tokens_per_second());
   return Status();
 }

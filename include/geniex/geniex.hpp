@@ -347,6 +347,10 @@ struct ImageStats {
   int64_t images = 0;      ///< images encoded
   int64_t views = 0;       ///< encoder runs: tiles plus thumbnail, or 1 for an untiled image
   double encode_ms = 0.0;  ///< decoding, preprocessing and encoding, all images together
+  /// The part of encode_ms spent decoding and preprocessing, before the request starts; the
+  /// encoder itself runs when the prefill reaches an image, so it counts in that generation's
+  /// Timings::prompt_ms too.
+  double prepare_ms = 0.0;
 };
 
 class ModelBuilder;

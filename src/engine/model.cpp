@@ -88,7 +88,7 @@ EngineStats Model::engine_stats() const {
 ImageStats Model::image_stats() const {
   std::lock_guard<std::mutex> lock(impl_->image_stats_mu);
   const auto& s = impl_->image_stats;
-  return ImageStats{s.images, s.views, s.encode_ms};
+  return ImageStats{s.images, s.views, s.encode_ms, s.prepare_ms};
 }
 
 std::string Model::explain_placement() const {
@@ -367,6 +367,7 @@ Result<engine::ImagePrompt> Model::Impl::image_prompt(std::span<const int32_t> i
       image_stats.images += 1;
       image_stats.views += static_cast<int64_t>(im.pre.views.size());
       image_stats.encode_ms += im.prepare_ms + *ms;
+      image_stats.prepare_ms += im.prepare_ms;
     }
     im.pre = {};
     return {};

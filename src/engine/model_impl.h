@@ -65,7 +65,7 @@ struct Model::Impl {
   std::unique_ptr<engine::VisionEncoder> vision;
   struct ImageStats {
     int64_t images = 0, views = 0;
-    double encode_ms = 0.0;
+    double encode_ms = 0.0, prepare_ms = 0.0;
   } image_stats;  ///< images encoded so far (under image_stats_mu)
   mutable std::mutex image_stats_mu;
   /// Raw text with image markers as ids: one image token per image (at the markers, or all
