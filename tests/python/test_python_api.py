@@ -173,6 +173,22 @@ def test_chat_and_template(gemma, geniex_bin, gemma_gguf):
     assert "".join(p.text for p in gemma.stream(msgs, max_tokens=16, temperature=0)) == out.text
 
 
+def test_json_schema_structured_output(gemma):
+    schema = {"type": "object",
+              "properties": {"color": {"enum": ["red", "green", "blue"]},
+                             "count": {"type": "integer", "minimum": 1, "maximum": 3}},
+              "required": ["color", "count"], "additionalProperties": False}
+    msgs = [{"role": "user", "content": "Name a color and a small number."}]
+    out = gemma.chat(msgs, max_tokens=64, temperature=0, json_schema=json.dumps(schema))
+    assert out.stop_reason == "eog", out.text
+    value = json.loads(out.text)
+    assert set(value) == {"color", "count"}
+    assert value["color"] in ("red", "green", "blue") and 1 <= value["count"] <= 3
+    with pytest.raises(geniex.InvalidArgument, match="'pattern'"):
+        gemma.generate("x", max_tokens=2, json_schema='{"type": "string", "pattern": "a"}')
+    assert gemma.generate("x", max_tokens=2, temperature=0).text is not None  # still usable
+
+
 def test_tokenize_detokenize_roundtrip(gemma, geniex_bin, gemma_gguf):
     text = "Café, naïve, 東京, 🚀! def f(x): return x**2"
     ids = gemma.tokenize(text)

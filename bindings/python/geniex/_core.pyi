@@ -165,6 +165,15 @@ class GenerationConfig:
     @logprobs.setter
     def logprobs(self, arg: int, /) -> None: ...
 
+    @property
+    def json_schema(self) -> str:
+        """
+        Structured output: a JSON Schema (JSON text) the reply must satisfy; sampling is constrained so the reply always validates. An unsupported keyword raises InvalidArgument naming it. '' = off.
+        """
+
+    @json_schema.setter
+    def json_schema(self, arg: str, /) -> None: ...
+
     def __repr__(self) -> str: ...
 
 class Timings:

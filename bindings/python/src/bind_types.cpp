@@ -77,6 +77,10 @@ void bind_config(nb::module_& m) {
               "Text prompts: add BOS and other automatic specials.")
       .def_rw("logprobs", &GenerationConfig::logprobs,
               "-1 = off; k >= 0: each token's log-probability and the k most likely.")
+      .def_rw("json_schema", &GenerationConfig::json_schema,
+              "Structured output: a JSON Schema (JSON text) the reply must satisfy; sampling is "
+              "constrained so the reply always validates. An unsupported keyword raises "
+              "InvalidArgument naming it. '' = off.")
       .def("__repr__", [](const GenerationConfig& c) {
         return "GenerationConfig(max_tokens=" + std::to_string(c.max_tokens) +
                ", temperature=" + std::to_string(c.temperature) +
