@@ -339,6 +339,32 @@ TEST(EngineLfm2, SameSlotReuseResumesAtTheLastBlockBoundary) {
   }
 }
 
+// The state file keeps the blocks' conv-state snapshots: a loaded model whose next prompt
+// diverges before the saved sequence's end still resumes at the last block boundary before the
+// divergence (as the model that saved it does), with the same tokens as a fresh model.
+TEST(EngineLfm2, StateFileKeepsTheBlockSnapshots) {
+  const std::string path = ::testing::TempDir() + "/engine_lfm2_snapshots.gxkv";
+  Model a = load(512);
+  const int32_t nv = a.info().n_vocab;
+  const auto p1 = cat(some_tokens(75, nv), some_tokens(20, nv, 977));
+  ASSERT_TRUE(a.generate(std::span<const int32_t>(p1), greedy(5)).ok());
+  ASSERT_TRUE(a.save_state(path).ok());
+  // Diverges at token 80: blocks 0 and 1 (tokens 0..63) are before it.
+  const auto p2 = cat(std::vector<int32_t>(p1.begin(), p1.begin() + 80), some_tokens(12, nv, 4));
+  Model b = load(512);
+  Status s = b.load_state(path);
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_GT(b.kv_stats().snapshot_bytes, 0) << "no snapshot came back from the file";
+  auto from_file = b.generate(std::span<const int32_t>(p2), greedy_lp(10));
+  ASSERT_TRUE(from_file.ok()) << from_file.status().to_string();
+  EXPECT_EQ(from_file->timings.cached_tokens, 64);
+  Model fresh = load(512);
+  auto f = fresh.generate(std::span<const int32_t>(p2), greedy_lp(10));
+  ASSERT_TRUE(f.ok());
+  expect_same_generation(*from_file, *f, "resumed from a state file's snapshot");
+  std::remove(path.c_str());
+}
+
 // The block prefix cache of a state model: a new request with the same long system prefix
 // attaches the cached blocks (another request ran in between, so the slot no longer holds them)
 // and restores the states from the last attached block; so does a second sequence slot while

@@ -4,9 +4,11 @@
 // u32 type | u32 block_size | u32 n_layers | per layer {i64 k_row, i64 v_row, i32 window,
 // i64 state_bytes} | u32 n_tokens | i32 tokens[] | u32 n_cells | i32 cell_pos[] |
 // per layer, per block of the table: u8 present, then (present) the frame's K rows and V rows |
-// per layer: state bytes | u64 FNV-1a of everything before.
-// A str is u32 length + bytes. The blocks' recurrent-state snapshots are not saved: a loaded
-// sequence's blocks have none, so a state model resumes on them only as the whole sequence.
+// per layer: state bytes | (version 2) per block of the table: u8 present, then (present) its
+// recurrent-state snapshot (snapshot_bytes()) | u64 FNV-1a of everything before.
+// A str is u32 length + bytes. With the snapshots a loaded state model resumes at any block end
+// the saved sequence could (a prompt that diverges before the end keeps the blocks before it);
+// version 1 files (no snapshots) still load, resuming only as the whole sequence.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -23,7 +25,8 @@ namespace geniex::runtime {
 namespace {
 
 constexpr char kMagic[8] = {'G', 'X', 'K', 'V', 'S', 'E', 'Q', '\0'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;  // no snapshots
 
 size_t sz(int64_t v) { return static_cast<size_t>(v); }
 
@@ -70,6 +73,7 @@ class Reader {
     off_ += n;
     return r;
   }
+  [[nodiscard]] bool done() const { return off_ == n_; }
   bool str(std::string& s) {
     uint32_t len = 0;
     if (!get(len)) return false;
@@ -127,6 +131,11 @@ Status KvManager::save(SeqId seq, const std::string& path, const std::string& fi
     }
   }
   for (const auto& state : s.state) w.bytes(state.data(), state.size());
+  for (int32_t b : s.table) {
+    const bool snap = b >= 0 && !impl_->blocks[sz(b)].snap.empty();
+    w.put(static_cast<uint8_t>(snap ? 1 : 0));
+    if (snap) w.bytes(impl_->blocks[sz(b)].snap.data(), impl_->blocks[sz(b)].snap.size());
+  }
   w.put(fnv1a(w.buf.data(), w.buf.size()));
 
   // A new file or a regular one: opening a FIFO to write would wait for a reader, and a device
@@ -155,6 +164,7 @@ uint64_t KvManager::max_file_bytes(const std::string& fingerprint) const {
   uint64_t n = sizeof(kMagic) + 3 * sizeof(uint32_t) + fingerprint.size() + 3 * sizeof(uint32_t);
   n += spec_.layers.size() * (3 * sizeof(int64_t) + sizeof(int32_t));
   n += sizeof(uint32_t) + n_ctx * sizeof(int32_t) + sizeof(uint32_t) + cells * sizeof(int32_t);
+  n += blocks * (1 + static_cast<uint64_t>(snapshot_bytes_));  // the blocks' snapshots
   for (size_t il = 0; il < spec_.layers.size(); ++il) {
     n += static_cast<uint64_t>(spec_.layers[il].state_bytes);
     if (layer_store_[il] < 0) continue;
@@ -191,9 +201,10 @@ Status KvManager::load(SeqId seq, const std::string& path, const std::string& fi
   uint32_t version = 0, reserved = 0;
   std::string fp;
   if (!r.get(version) || !r.get(reserved) || !r.str(fp)) return data_loss(where + ": bad header");
-  if (version != kVersion) {
+  if (version < kOldestVersion || version > kVersion) {
     return invalid_argument(where + " has version " + std::to_string(version) + "; this build " +
-                            "reads version " + std::to_string(kVersion));
+                            "reads versions " + std::to_string(kOldestVersion) + " to " +
+                            std::to_string(kVersion));
   }
   if (fp != fingerprint) {
     return invalid_argument(where + " was saved from another model or KV setup ('" + fp +
@@ -279,6 +290,19 @@ Status KvManager::load(SeqId seq, const std::string& path, const std::string& fi
     if (p == nullptr) return fail(data_loss(where + ": truncated state"));
     std::memcpy(state.data(), p, state.size());
   }
+  if (version >= 2) {
+    for (int32_t b : s.table) {
+      uint8_t present = 0;
+      if (!r.get(present) || present > 1) return fail(data_loss(where + ": bad snapshot table"));
+      if (present == 0) continue;
+      if (snapshot_bytes_ == 0)
+        return fail(data_loss(where + ": a snapshot for a stateless model"));
+      const uint8_t* p = r.take(sz(snapshot_bytes_));
+      if (p == nullptr) return fail(data_loss(where + ": truncated snapshots"));
+      impl_->blocks[sz(b)].snap.assign(p, p + snapshot_bytes_);
+    }
+  }
+  if (!r.done()) return fail(data_loss(where + ": trailing bytes"));
   s.tokens = std::move(tokens);
   s.cell_pos = std::move(cell_pos);
   register_full_blocks(s);
