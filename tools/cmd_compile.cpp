@@ -108,7 +108,7 @@ int run_compile(const CompileOptions& o) {
   ModelBuilder b(path);
   b.with_device(Device::npu()).with_context_size(o.ctx);
   b.with_npu_config("htp_arch=" + o.target + ";soc_model=" + std::to_string(soc) +
-                    ";cache_dir=" + cache.string());
+                    ";cache_dir=" + cache.string() + (o.verbose ? ";trace=1" : ""));
   const std::string plugins = o.plugin_dir.empty() ? default_plugin_dir() : o.plugin_dir;
   if (!plugins.empty()) b.with_plugin_dir(plugins);
   if (o.verbose) {
@@ -182,7 +182,9 @@ Command register_compile(CLI::App& parent) {
   c->add_option("--cache-dir", o->cache_dir,
                 "context cache (default: $GENIEX_QNN_CACHE_DIR, else ~/.cache/geniex/qnn)");
   add_context_option(c, o->ctx, "context size the graphs are prepared for (0 = the model's own)");
-  c->add_flag("-v,--verbose", o->verbose, "log placement decisions to stderr");
+  c->add_flag("-v,--verbose", o->verbose,
+              "log placement decisions and, per graph, its QNN nodes and prepare / restore times "
+              "to stderr");
   return {c, [o] { return run_compile(*o); }};
 }
 

@@ -19,12 +19,16 @@ def qnn_runtime_expected() -> bool:
     return marker.exists() or any(REPO.glob(".venv/lib/python3*/site-packages/onnxruntime_qnn/libQnnHtp.so"))
 
 
-def compile_once(geniex_bin, build_dir, cache, *extra):
+def compile_run(geniex_bin, build_dir, cache, *extra):
     r = subprocess.run([str(geniex_bin), "compile", "-m", str(MODEL), "--plugin-dir",
                         str(build_dir / "plugins" / "qnn"), "--cache-dir", str(cache), *extra],
                        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stderr + r.stdout
-    return r.stdout
+    return r
+
+
+def compile_once(geniex_bin, build_dir, cache, *extra):
+    return compile_run(geniex_bin, build_dir, cache, *extra).stdout
 
 
 def test_compile_fills_the_cache_then_finds_it_full(geniex_bin, build_dir, tmp_path):
@@ -36,8 +40,12 @@ def test_compile_fills_the_cache_then_finds_it_full(geniex_bin, build_dir, tmp_p
     new = re.findall(r"^  new ([0-9a-f]{16})\.qnnctx", first, flags=re.M)
     assert len(new) >= 2, first  # a prefill chunk and a decode step
     assert sorted(p.stem for p in cache.glob("*.qnnctx")) == sorted(new)
-    second = compile_once(geniex_bin, build_dir, cache)
-    assert "0 new context binaries" in second, second
+    second = compile_run(geniex_bin, build_dir, cache, "-v")
+    assert "0 new context binaries" in second.stdout, second.stdout
+    # -v (the plugin's trace=1): a line per graph, restored from the cache this time.
+    restored = re.findall(r"qnn-htp graph [0-9a-f]{16} of \d+ tokens, \d+ nodes: restored from "
+                          r"the cache", second.stderr)
+    assert len(restored) == len(new), second.stderr
     # Another target: other entries beside the first ones.
     third = compile_once(geniex_bin, build_dir, cache, "--target", "v75")
     assert "Hexagon v75 HTP, SoC 57" in third, third

@@ -437,14 +437,10 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// GENIEX_QNN_TRACE=1: one stderr line per compiled graph (measurement; docs/performance.md).
-void trace(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void trace(const char* fmt, ...) {
-  static const bool on = [] {
-    const char* e = std::getenv("GENIEX_QNN_TRACE");
-    return e != nullptr && std::string(e) == "1";
-  }();
-  if (!on) return;
+// Config trace=1: one stderr line per compiled graph (measurement; docs/performance.md).
+void trace(const Device& dev, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void trace(const Device& dev, const char* fmt, ...) {
+  if (!dev.config.trace) return;
   std::va_list args;
   va_start(args, fmt);
   std::fputs("geniex: qnn-htp ", stderr);
@@ -492,7 +488,7 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
   if (dev.cache_dir.empty()) {
     GENIEX_ASSIGN_OR_RETURN(auto c,
                             build_fresh(dev, desc, "geniex_" + std::to_string(++dev.graphs_made)));
-    trace("graph of %d tokens, %u nodes: built in %.1f ms, finalized in %.1f ms (no cache)",
+    trace(dev, "graph of %d tokens, %u nodes: built in %.1f ms, finalized in %.1f ms (no cache)",
           desc.batch_tokens, c->n_nodes, c->build_ms, c->finalize_ms);
     return c;
   }
@@ -506,7 +502,7 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
     if (c.ok()) {
       ++dev.cache.hits;
       touch_entry(file);
-      trace("graph %s of %d tokens, %u nodes: restored from the cache in %.1f ms (%zu bytes)",
+      trace(dev, "graph %s of %d tokens, %u nodes: restored from the cache in %.1f ms (%zu bytes)",
             key_text(key).c_str(), desc.batch_tokens, (*c)->n_nodes, ms_since(t0),
             entry->binary.size());
       return c;
@@ -523,11 +519,11 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
   GENIEX_ASSIGN_OR_RETURN(auto c, build_fresh(dev, desc, name));
   const uint64_t bytes_before = dev.cache.bytes_written;
   if (c->graph != nullptr) save(dev, *c, key, file);
-  trace(
-      "graph %s of %d tokens, %u nodes: built in %.1f ms, finalized in %.1f ms, binary %llu "
-      "bytes",
-      key_text(key).c_str(), desc.batch_tokens, c->n_nodes, c->build_ms, c->finalize_ms,
-      static_cast<unsigned long long>(dev.cache.bytes_written - bytes_before));
+  trace(dev,
+        "graph %s of %d tokens, %u nodes: built in %.1f ms, finalized in %.1f ms, binary %llu "
+        "bytes",
+        key_text(key).c_str(), desc.batch_tokens, c->n_nodes, c->build_ms, c->finalize_ms,
+        static_cast<unsigned long long>(dev.cache.bytes_written - bytes_before));
   return c;
 }
 

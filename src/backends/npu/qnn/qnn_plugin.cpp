@@ -265,10 +265,14 @@ Result<Config> parse_config(const char* config) {
       GENIEX_ASSIGN_OR_RETURN(cfg.cache_max_bytes, parse_uint(key, value, 1));
     } else if (key == "fail_finalize") {
       GENIEX_ASSIGN_OR_RETURN(cfg.fail_finalize, parse_uint(key, value, 0));
+    } else if (key == "trace") {
+      if (value != "0" && value != "1")
+        return invalid_argument("qnn plugin config: trace is 0 or 1");
+      cfg.trace = value == "1";
     } else {
       return invalid_argument("qnn plugin config: unknown key '" + std::string(key) +
                               "' (known: qnn_lib_dir, soc_model, htp_arch, qnn_log_level, memory, "
-                              "refuse_ops, fail_finalize, cache_dir, cache_max)");
+                              "refuse_ops, fail_finalize, cache_dir, cache_max, trace)");
     }
   }
   return cfg;

@@ -38,6 +38,9 @@ struct Config {
   std::string cache_dir;
   /// cache_max=<n>[K|M|G]: past this total the least recently used entries are removed.
   uint64_t cache_max_bytes = 2ull << 30;
+  /// trace=1: one stderr line per compiled graph (nodes, build / finalize ms, binary bytes, or
+  /// the restore time from the cache); `geniex compile -v` sets it.
+  bool trace = false;
 };
 
 /// Parses `config` (may be null). Unknown keys and bad values are kInvalidArgument.
