@@ -13,11 +13,6 @@ using gguf::Value;
 using gguf::ValueType;
 using nlohmann::json;
 
-struct Rename {
-  std::string_view hf;
-  std::string_view gguf;
-};
-
 // LFM2's own names, after "model.layers.N." (the rest are the common decoder names).
 constexpr Rename kLayer[] = {
     {"operator_norm", "attn_norm"},

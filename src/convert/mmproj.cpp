@@ -16,11 +16,6 @@ using gguf::Value;
 using gguf::ValueType;
 using nlohmann::json;
 
-struct Rename {
-  std::string_view hf;
-  std::string_view gguf;
-};
-
 // gguf-py's MMPROJ tensor map, the entries SigLIP2 + the LFM2 projector use.
 constexpr Rename kGlobal[] = {
     {"multi_modal_projector.layer_norm", "mm.input_norm"},

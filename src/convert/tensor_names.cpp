@@ -5,11 +5,6 @@
 namespace geniex::convert {
 namespace {
 
-struct Rename {
-  std::string_view hf;
-  std::string_view gguf;
-};
-
 // Whole-model tensors.
 constexpr Rename kGlobal[] = {
     {"model.embed_tokens", "token_embd"},

@@ -11,6 +11,12 @@
 
 namespace geniex::convert {
 
+/// One entry of a Hugging Face -> GGUF name table (a whole name, or the part after a prefix).
+struct Rename {
+  std::string_view hf;
+  std::string_view gguf;
+};
+
 /// "model.layers.3.self_attn.q_proj.weight" -> "blk.3.attn_q.weight"; nullopt for tensors
 /// llama.cpp drops (rotary_emb.inv_freq, attention masks). An unknown name, or a layer index
 /// not below `n_block`, is kInvalidArgument naming the tensor.

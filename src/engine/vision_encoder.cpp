@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "core/fnv1a.h"
 #include "vision/lfm2vl_preprocess.h"
 
 namespace geniex::engine {
@@ -103,18 +104,6 @@ Result<const models::VisionGraph*> VisionEncoder::graph_for(int32_t ph, int32_t 
   return &s->vg;
 }
 
-namespace {
-
-void fnv1a(uint64_t& h, const void* data, size_t n) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-}
-
-}  // namespace
-
 Result<PreparedImage> VisionEncoder::prepare(const Image& image) const {
   const auto t0 = std::chrono::steady_clock::now();
   vision::DecodeOptions dopt;
@@ -133,11 +122,11 @@ Result<PreparedImage> VisionEncoder::prepare(const Image& image) const {
   GENIEX_ASSIGN_OR_RETURN(out.ids, vision::expand_image_ids(out.pre.layout, ids_));
   out.n_image_tokens = static_cast<int32_t>(std::count(out.ids.begin(), out.ids.end(), ids_.image));
   // Same views, same pixels: the same features. The key covers what the encoder sees.
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = kFnv1aOffset;
   for (const auto& view : out.pre.views) {
     const int32_t dims[2] = {view.geometry.size.height, view.geometry.size.width};
-    fnv1a(h, dims, sizeof(dims));
-    fnv1a(h, view.pixels.data(), view.pixels.size() * sizeof(float));
+    h = fnv1a(dims, sizeof(dims), h);
+    h = fnv1a(view.pixels.data(), view.pixels.size() * sizeof(float), h);
   }
   out.hash = h;
   out.prepare_ms =

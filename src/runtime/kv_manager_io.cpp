@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 
+#include "core/fnv1a.h"
 #include "core/regular_file.h"
 #include "runtime/kv_manager.h"
 #include "runtime/kv_manager_internal.h"
@@ -29,15 +30,6 @@ constexpr uint32_t kVersion = 2;
 constexpr uint32_t kOldestVersion = 1;  // no snapshots
 
 size_t sz(int64_t v) { return static_cast<size_t>(v); }
-
-uint64_t fnv1a(const uint8_t* p, size_t n) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ULL;
-  }
-  return h;
-}
 
 class Writer {
  public:

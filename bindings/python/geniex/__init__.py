@@ -75,19 +75,7 @@ __all__ = [
     "TokenLogprobs",
     "TokenStream",
     "errors",
-    "GenieXError",
-    "InvalidArgument",
-    "ModelNotFound",
-    "NotFound",
-    "OutOfRange",
-    "ContextFull",
-    "DataLoss",
-    "CorruptFile",
-    "Unimplemented",
-    "OutOfMemory",
-    "ResourceExhausted",
-    "IoError",
-    "InternalError",
+    *(name for name in errors.__all__ if name != "from_status"),
 ]
 
 # NPU plugins shipped in the wheel live in geniex/plugins; ModelBuilder uses that folder unless

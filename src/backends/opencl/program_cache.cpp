@@ -10,21 +10,16 @@
 #include <iterator>
 #include <vector>
 
+#include "core/fnv1a.h"
+
 namespace geniex::backends::opencl {
 namespace {
 
 // File layout: magic, payload size, FNV-1a of the payload, payload (the driver's binary). The
 // checksum lets a truncated or corrupted file be recognised before the driver sees it.
 constexpr char kMagic[8] = {'G', 'X', 'C', 'L', 'B', 'I', 'N', '1'};
-
-uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {
-  const auto* p = static_cast<const uint8_t*>(data);
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+// The seed this cache has always used (files and keys stay valid).
+constexpr uint64_t kSeed = 1469598103934665603ull;
 
 std::string hex(uint64_t v) {
   char buf[17];
@@ -57,7 +52,8 @@ std::vector<unsigned char> read_cached(const std::string& path) {
   uint64_t size = 0, sum = 0;
   std::memcpy(&size, all.data() + 8, 8);
   std::memcpy(&sum, all.data() + 16, 8);
-  if (size != all.size() - kHeader || size == 0 || fnv1a(all.data() + kHeader, size) != sum) {
+  if (size != all.size() - kHeader || size == 0 ||
+      fnv1a(all.data() + kHeader, size, kSeed) != sum) {
     return {};
   }
   return {all.begin() + static_cast<std::ptrdiff_t>(kHeader), all.end()};
@@ -72,7 +68,7 @@ bool write_cached(const std::string& path, const std::vector<unsigned char>& bin
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) return false;
-    const uint64_t size = bin.size(), sum = fnv1a(bin.data(), bin.size());
+    const uint64_t size = bin.size(), sum = fnv1a(bin.data(), bin.size(), kSeed);
     f.write(kMagic, sizeof(kMagic));
     f.write(reinterpret_cast<const char*>(&size), 8);
     f.write(reinterpret_cast<const char*>(&sum), 8);
@@ -123,7 +119,7 @@ Result<ProgramBuild> build_program(const ClApi& api, cl_context ctx, cl_device_i
   ProgramBuild out;
   std::string path;
   if (!cache_dir.empty()) {
-    uint64_t h = fnv1a(source.data(), source.size());
+    uint64_t h = fnv1a(source.data(), source.size(), kSeed);
     h = fnv1a(options.data(), options.size(), h);
     h = fnv1a(device_key.data(), device_key.size(), h);
     path = cache_dir + "/" + hex(h) + ".clbin";

@@ -18,14 +18,6 @@ using Config = Matcher::Config;
 
 bool is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
-bool in_bounds(const Node& n, double v) {
-  if (n.minimum && v < *n.minimum) return false;
-  if (n.maximum && v > *n.maximum) return false;
-  if (n.exclusive_minimum && v <= *n.exclusive_minimum) return false;
-  if (n.exclusive_maximum && v >= *n.exclusive_maximum) return false;
-  return true;
-}
-
 bool has_bounds(const Node& n) {
   return n.minimum || n.maximum || n.exclusive_minimum || n.exclusive_maximum;
 }

@@ -277,14 +277,6 @@ class Compiler {
   std::map<std::string, int32_t> refs_;
 };
 
-bool in_bounds(const Node& n, double v) {
-  if (n.minimum && v < *n.minimum) return false;
-  if (n.maximum && v > *n.maximum) return false;
-  if (n.exclusive_minimum && v <= *n.exclusive_minimum) return false;
-  if (n.exclusive_maximum && v >= *n.exclusive_maximum) return false;
-  return true;
-}
-
 bool matches_template(const std::string& t, const std::string& s) {
   if (t.size() != s.size()) return false;
   for (size_t i = 0; i < t.size(); ++i) {
@@ -367,6 +359,14 @@ bool check(const Schema& sc, int32_t idx, const Json& v, int depth) {
 }
 
 }  // namespace
+
+bool in_bounds(const Node& n, double v) {
+  if (n.minimum && v < *n.minimum) return false;
+  if (n.maximum && v > *n.maximum) return false;
+  if (n.exclusive_minimum && v <= *n.exclusive_minimum) return false;
+  if (n.exclusive_maximum && v >= *n.exclusive_maximum) return false;
+  return true;
+}
 
 Result<Schema> compile(std::string_view schema_json) {
   Json root = Json::parse(schema_json, nullptr, /*allow_exceptions=*/false);

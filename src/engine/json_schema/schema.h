@@ -66,6 +66,9 @@ struct Schema {
 /// not resolve, an impossible bound (minItems > maxItems, ...).
 Result<Schema> compile(std::string_view schema_json);
 
+/// Whether `v` meets a number node's minimum, maximum and exclusive bounds.
+bool in_bounds(const Node& n, double v);
+
 /// Whether `json_text` is one JSON value that satisfies `schema` (for tests and for checking a
 /// finished output).
 bool validates(const Schema& schema, std::string_view json_text);

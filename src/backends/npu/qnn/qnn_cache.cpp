@@ -36,13 +36,7 @@ uint64_t checksum(const CacheEntry& e) {
 
 }  // namespace
 
-void Fnv::bytes(const void* p, size_t n) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) {
-    h_ ^= b[i];
-    h_ *= 0x100000001b3ull;
-  }
-}
+void Fnv::bytes(const void* p, size_t n) { h_ = fnv1a(p, n, h_); }
 
 void Fnv::text(const std::string& s) {
   value(static_cast<uint64_t>(s.size()));

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fnv1a.h"
 #include "core/status.h"
 #include "geniex/npu_plugin.h"
 
@@ -38,7 +39,7 @@ class Fnv {
   [[nodiscard]] uint64_t digest() const { return h_; }
 
  private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
+  uint64_t h_ = kFnv1aOffset;
 };
 
 /// The key of `desc` on a device whose target + runtime + plugin identity is `device_identity`.

@@ -329,38 +329,39 @@ Result<Made*> Builder::matmul(Made* a, Made* b, bool transpose_b, Dims dims) {
   return out;
 }
 
-api::Param Builder::scalar_u32(const char* name, uint32_t v) {
+namespace {
+
+// A scalar parameter of `type`; the caller sets the union member that type names.
+api::Param scalar_param(const char* name, uint32_t type) {
   api::Param p;
   p.param_type = api::kParamScalar;
   p.name = name;
-  p.scalar_param.data_type = api::kUint32;
+  p.scalar_param.data_type = type;
+  return p;
+}
+
+}  // namespace
+
+api::Param Builder::scalar_u32(const char* name, uint32_t v) {
+  api::Param p = scalar_param(name, api::kUint32);
   p.scalar_param.uint32_value = v;
   return p;
 }
 
 api::Param Builder::scalar_i32(const char* name, int32_t v) {
-  api::Param p;
-  p.param_type = api::kParamScalar;
-  p.name = name;
-  p.scalar_param.data_type = api::kInt32;
+  api::Param p = scalar_param(name, api::kInt32);
   p.scalar_param.int32_value = v;
   return p;
 }
 
 api::Param Builder::scalar_f32(const char* name, float v) {
-  api::Param p;
-  p.param_type = api::kParamScalar;
-  p.name = name;
-  p.scalar_param.data_type = api::kFloat32;
+  api::Param p = scalar_param(name, api::kFloat32);
   p.scalar_param.float_value = v;
   return p;
 }
 
 api::Param Builder::scalar_bool(const char* name, bool v) {
-  api::Param p;
-  p.param_type = api::kParamScalar;
-  p.name = name;
-  p.scalar_param.data_type = api::kBool8;
+  api::Param p = scalar_param(name, api::kBool8);
   p.scalar_param.bool8_value = v ? 1 : 0;
   return p;
 }
