@@ -390,6 +390,9 @@ class Stepper {
     if (f.esc == 1) {
       if (c == 'u') {
         f.esc = 5;
+        f.code = 0;
+      } else if (f.low_next) {
+        return;
       } else if (std::string_view("\"\\/bfnrt").find(c) != std::string_view::npos) {
         f.esc = 0;
         ++f.len;
@@ -400,12 +403,27 @@ class Stepper {
     }
     if (f.esc > 1) {
       if (std::isxdigit(u) == 0) return;
+      const int digit = std::isdigit(u) != 0 ? u - '0' : (std::tolower(u) - 'a') + 10;
+      f.code = static_cast<uint16_t>(f.code * 16 + digit);
+      // Surrogates (RFC 8259 section 7) must pair: D800-DBFF then DC00-DFFF. Checked per digit
+      // so that every accepted prefix can still be completed.
+      if (f.esc == 5 && f.low_next && digit != 0xD) return;
+      if (f.esc == 4 && (f.code >> 4) == 0xD) {
+        const bool low = (f.code & 0xF) >= 0xC;
+        if (low != f.low_next) return;
+      }
       if (--f.esc == 1) {
         f.esc = 0;
-        ++f.len;
+        if (f.code >= 0xD800 && f.code <= 0xDBFF) {
+          f.low_next = true;  // the pair is one character, counted after its low half
+        } else {
+          f.low_next = false;
+          ++f.len;
+        }
       }
       return keep(std::move(cfg), out);
     }
+    if (f.low_next && c != '\\') return;
     if (f.utf8_left > 0) {  // inside a multi-byte character: only its continuation bytes
       if (u < f.utf8_lo || u > f.utf8_hi) return;
       --f.utf8_left;

@@ -49,6 +49,8 @@ struct Frame {
   // kString
   int64_t len = 0;    // characters
   int esc = 0;        // 0: none, 1: after '\', 2..5: hex digits left + 1
+  uint16_t code = 0;  // the \u escape's value so far
+  bool low_next = false;  // a high surrogate was escaped: a \u low surrogate must follow
   int utf8_left = 0;  // continuation bytes the current UTF-8 character still needs
   uint8_t utf8_lo = 0x80, utf8_hi = 0xBF;  // the range of the next continuation byte
   bool is_key = false;

@@ -136,6 +136,32 @@ TEST(JsonSchema, StringsAreValidUtf8AndLengthsCountCharacters) {
   EXPECT_FALSE(full(s, "\"\xC0\xAF\""));         // overlong
   EXPECT_FALSE(full(s, "\"\xED\xA0\x80\""));     // a surrogate
   EXPECT_TRUE(full(s, "\"\xF0\x9F\x98\x80\""));  // U+1F600
+
+}
+
+// Escaped surrogates must pair (a lone one is not valid JSON text for most parsers, nlohmann's
+// included); a pair is one character. Found by fuzz_json_schema.
+TEST(JsonSchema, EscapedSurrogatesMustPair) {
+  const Schema s = must(R"({"type": "string", "maxLength": 2})");
+  EXPECT_TRUE(full(s, R"("\ud83d\ude00x")"));  // U+1F600 and x: two characters
+  EXPECT_FALSE(full(s, R"("\ud83d\ude00xy")"));
+  EXPECT_TRUE(full(s, R"("\u00e9\uD7FF")"));
+  EXPECT_TRUE(full(s, R"("\uE000")"));
+  Matcher lone_low(s);
+  EXPECT_TRUE(accepts(lone_low, R"("\ud)"));
+  EXPECT_FALSE(lone_low.feed("e"));  // DExx: a low surrogate with no high one before it
+  Matcher lone_high(s);
+  EXPECT_TRUE(accepts(lone_high, R"("\udbff)"));
+  EXPECT_FALSE(lone_high.feed("\""));  // the low half must follow
+  EXPECT_FALSE(lone_high.feed("a"));
+  EXPECT_FALSE(lone_high.feed("\\n"));
+  EXPECT_TRUE(lone_high.feed("\\u"));
+  EXPECT_FALSE(lone_high.feed("0"));
+  EXPECT_FALSE(lone_high.feed("db"));  // another high half
+  EXPECT_TRUE(lone_high.feed("dc00\""));
+  EXPECT_TRUE(lone_high.complete());
+  const Schema any = must("{}");
+  EXPECT_FALSE(full(any, R"("\udefe")"));
 }
 
 TEST(JsonSchema, IntegerBoundsRefuseHopelessPrefixesEarly) {
