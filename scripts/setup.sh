@@ -60,6 +60,7 @@ APT_PACKAGES=(
   opencl-headers ocl-icd-libopencl1 pocl-opencl-icd clinfo
   chromium chromium-driver
   python3 python3-venv
+  openjdk-17-jdk-headless maven
 )
 # Target (arm64) copies of the libraries the cross build may link; headers-only packages are shared.
 ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64
@@ -241,6 +242,27 @@ if [[ ! -f "$PKG_STAMP" ]] || [[ "$(cat "$PKG_STAMP")" != "$pkg_hash" ]] ||
     --config-settings=cmake.define.GENIEX_WERROR=ON "$ROOT" >>"$LOG" 2>&1
   (cd /tmp && "$PY" -c 'import geniex') >>"$LOG" 2>&1
   echo "$pkg_hash" >"$PKG_STAMP"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# Maven dependencies of the Java/Kotlin SDK (bindings/java: plugins, Kotlin, coroutines, JUnit)
+# fetched into ~/.m2 once, so scripts/test.sh's `mvn verify` does not download. A build without
+# the JNI library or the tests run: compiling and packaging resolves what `verify` needs.
+# ---------------------------------------------------------------------------------------------
+STEP="maven dependencies (bindings/java)"
+MVN_STAMP="$HOME/.m2/.geniex-java.sha256"
+mvn_hash="$(cat "$ROOT"/bindings/java/pom.xml "$ROOT"/bindings/java/*/pom.xml | sha256sum | cut -d' ' -f1)"
+if [[ ! -f "$MVN_STAMP" ]] || [[ "$(cat "$MVN_STAMP")" != "$mvn_hash" ]]; then
+  log "mvn: fetching bindings/java's dependencies"
+  mvn -q -B -f "$ROOT/bindings/java/pom.xml" -Dgeniex.skipNative=true -DskipTests \
+    -Dgeniex.native.dir="$ROOT/build/setup-no-native" package >>"$LOG" 2>&1
+  # Surefire's JUnit Platform provider is resolved when tests run: one empty selection.
+  mvn -q -B -f "$ROOT/bindings/java/pom.xml" -Dgeniex.skipNative=true -Dtest=NoSuchTest \
+    -Dsurefire.failIfNoSpecifiedTests=false \
+    -Dgeniex.native.dir="$ROOT/build/setup-no-native" test >>"$LOG" 2>&1
+  mvn -q -B -f "$ROOT/bindings/java/pom.xml" clean >>"$LOG" 2>&1
+  mkdir -p "$HOME/.m2"
+  echo "$mvn_hash" >"$MVN_STAMP"
 fi
 
 # ---------------------------------------------------------------------------------------------

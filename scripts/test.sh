@@ -18,9 +18,11 @@ if [[ ! -x "$PY" ]]; then
 fi
 
 # Configure when there is no build yet, or when it predates the Python package (GENIEX_BUILD_PYTHON,
-# set by the preset): the tests import geniex from build/release/python.
+# set by the preset): the tests import geniex from build/release/python; likewise the JNI library
+# (GENIEX_BUILD_JAVA) the Java tests load from build/release/java.
 if [[ ! -f build/release/CMakeCache.txt ]] ||
-  ! grep -q '^GENIEX_BUILD_PYTHON:BOOL=ON$' build/release/CMakeCache.txt; then
+  ! grep -q '^GENIEX_BUILD_PYTHON:BOOL=ON$' build/release/CMakeCache.txt ||
+  ! grep -q '^GENIEX_BUILD_JAVA:BOOL=ON$' build/release/CMakeCache.txt; then
   cmake --preset release || exit $?
 fi
 echo "== build (release)"
@@ -41,8 +43,14 @@ if [[ $pytest_rc -eq 5 ]]; then
 fi
 
 echo
+echo "== mvn verify bindings/java (libgeniex_jni from build/release/java; JUnit with -Xcheck:jni)"
+bash "$ROOT/bindings/java/run_tests.sh" "$ROOT/build/release"
+java_rc=$?
+
+echo
 echo "== summary: ctest $([[ $ctest_rc -eq 0 ]] && echo passed || echo "FAILED (exit $ctest_rc)")," \
-  "pytest $([[ $pytest_rc -eq 0 ]] && echo passed || echo "FAILED (exit $pytest_rc)")"
-if [[ $ctest_rc -ne 0 || $pytest_rc -ne 0 ]]; then
+  "pytest $([[ $pytest_rc -eq 0 ]] && echo passed || echo "FAILED (exit $pytest_rc)")," \
+  "java $([[ $java_rc -eq 0 ]] && echo passed || echo "FAILED (exit $java_rc)")"
+if [[ $ctest_rc -ne 0 || $pytest_rc -ne 0 || $java_rc -ne 0 ]]; then
   exit 1
 fi
