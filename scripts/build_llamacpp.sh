@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's judge tools (llama-perplexity, llama-simple) once per machine, from the source that the
+# Builds llama.cpp's judge tools (llama-perplexity, llama-simple, llama-quantize, llama-imatrix) once per machine, from the source that the
 # PyPI sdist of llama-cpp-python carries (pinned below), into the user's cache:
 #
 #   scripts/build_llamacpp.sh [--print-dir]
@@ -16,7 +16,7 @@ CACHE="${GOLDENS_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/geniex-goldens}"
 SRC="$CACHE/llama_cpp_python-$VERSION/vendor/llama.cpp"
 BUILD="$SRC/build"
 BIN="$BUILD/bin"
-TARGETS=(llama-perplexity llama-simple)
+TARGETS=(llama-perplexity llama-simple llama-quantize llama-imatrix)
 
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$BIN"

@@ -13,6 +13,7 @@
 #include "cmd_list.h"
 #include "cmd_perplexity.h"
 #include "cmd_pull.h"
+#include "cmd_quantize.h"
 #include "cmd_run.h"
 #include "cmd_serve.h"
 #include "cmd_tokenize.h"
@@ -37,6 +38,7 @@ int run_main(int argc, char** argv) {
       register_tokenize(app), register_detokenize(app), register_bench(app),
       register_serve(app),    register_perplexity(app), register_list(app),
       register_pull(app),     register_compile(app),    register_convert(app),
+      register_quantize(app),
   };
 
   // llama.cpp's single-dash long flags become ours; CLI11 wants argv in reverse order.

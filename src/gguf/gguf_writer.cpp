@@ -15,8 +15,9 @@ class ByteSink {
   template <typename T>
   void put(T v) {
     static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    out_.insert(out_.end(), p, p + sizeof(T));
+    const size_t at = out_.size();
+    out_.resize(at + sizeof(T));
+    std::memcpy(out_.data() + at, &v, sizeof(T));
   }
   void put_string(const std::string& s) {
     put<uint64_t>(s.size());
@@ -87,7 +88,66 @@ void put_value(ByteSink& b, const Value& v) {
       v.storage());
 }
 
+Result<uint64_t> alignment_of(const std::vector<KeyValue>& kvs) {
+  uint64_t align = kDefaultAlignment;
+  for (const auto& kv : kvs) {
+    if (kv.key == "general.alignment") {
+      const auto a = kv.value.as_uint();
+      if (!a || *a == 0 || (*a & (*a - 1)) != 0) {
+        return invalid_argument("gguf writer: general.alignment must be a power of two");
+      }
+      align = *a;
+    }
+  }
+  return align;
+}
+
 }  // namespace
+
+Result<std::vector<uint8_t>> serialize_header(const std::vector<KeyValue>& kvs,
+                                              const std::vector<TensorHeader>& tensors,
+                                              uint64_t* alignment_out, uint64_t* data_bytes_out) {
+  GENIEX_ASSIGN_OR_RETURN(const uint64_t align, alignment_of(kvs));
+  ByteSink b;
+  b.put(kMagic);
+  b.put<uint32_t>(3);
+  b.put<uint64_t>(tensors.size());
+  b.put<uint64_t>(kvs.size());
+  for (const auto& kv : kvs) {
+    b.put_string(kv.key);
+    b.put(static_cast<uint32_t>(kv.value.type()));
+    put_value(b, kv.value);
+  }
+  uint64_t offset = 0;
+  for (const auto& t : tensors) {
+    if (t.name.empty() || t.name.size() > kMaxNameLength || t.ne.empty() ||
+        t.ne.size() > kMaxDims) {
+      return invalid_argument("gguf writer: bad tensor entry '" + t.name + "'");
+    }
+    uint64_t n = 1;
+    for (uint64_t d : t.ne) {
+      if (__builtin_mul_overflow(n, d, &n)) {
+        return invalid_argument("gguf writer: tensor '" + t.name + "' shape overflows");
+      }
+    }
+    const auto& tt = traits(t.type);
+    if (t.ne[0] % tt.block_size != 0) {
+      return invalid_argument("gguf writer: tensor '" + t.name + "' ne[0] is not a multiple of " +
+                              std::to_string(tt.block_size));
+    }
+    b.put_string(t.name);
+    b.put(static_cast<uint32_t>(t.ne.size()));
+    for (uint64_t d : t.ne) b.put(d);
+    b.put(static_cast<uint32_t>(t.type));
+    b.put(offset);
+    const uint64_t bytes = n / tt.block_size * tt.type_size;
+    offset += (bytes + align - 1) / align * align;
+  }
+  if (!tensors.empty()) b.pad_to(align);
+  if (alignment_out) *alignment_out = align;
+  if (data_bytes_out) *data_bytes_out = offset;
+  return std::move(b.bytes());
+}
 
 void GgufWriter::set(std::string key, Value value) {
   for (auto& kv : kv_) {

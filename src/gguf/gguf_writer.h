@@ -13,6 +13,20 @@
 
 namespace geniex::gguf {
 
+/// A tensor's entry in the header, for writers that stream the data themselves.
+struct TensorHeader {
+  std::string name;
+  GgmlType type = GgmlType::kF32;
+  std::vector<uint64_t> ne;  ///< ne[0] first; as many dims as the file records
+};
+
+/// The header of a GGUF v3 file (magic through the padding before the data section) for
+/// tensors laid out in order at the file's alignment (general.alignment if set, else 32).
+/// `data_bytes_out` receives the data section's size, each tensor padded to the alignment.
+[[nodiscard]] Result<std::vector<uint8_t>> serialize_header(
+    const std::vector<KeyValue>& kv, const std::vector<TensorHeader>& tensors,
+    uint64_t* alignment_out, uint64_t* data_bytes_out);
+
 /// Builds a GGUF file in memory or on disk. Keys and tensor names must be unique.
 class GgufWriter {
  public:

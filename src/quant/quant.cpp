@@ -34,14 +34,14 @@ constexpr TypeOps kOps[] = {
     {GgmlType::kQ5_1,   detail::dequant_q5_1,   detail::quantize_q5_1, detail::dot_q5_1,   GgmlType::kQ8_1},
     {GgmlType::kQ8_0,   detail::dequant_q8_0,   detail::quantize_q8_0, detail::dot_q8_0,   GgmlType::kQ8_0},
     {GgmlType::kQ8_1,   detail::dequant_q8_1,   detail::quantize_q8_1, nullptr,            GgmlType::kQ8_1},
-    {GgmlType::kQ2_K,   detail::dequant_q2_k,   nullptr,               detail::dot_q2_k,   GgmlType::kQ8_K},
-    {GgmlType::kQ3_K,   detail::dequant_q3_k,   nullptr,               detail::dot_q3_k,   GgmlType::kQ8_K},
+    {GgmlType::kQ2_K,   detail::dequant_q2_k,   detail::quantize_q2_k, detail::dot_q2_k,   GgmlType::kQ8_K},
+    {GgmlType::kQ3_K,   detail::dequant_q3_k,   detail::quantize_q3_k, detail::dot_q3_k,   GgmlType::kQ8_K},
     {GgmlType::kQ4_K,   detail::dequant_q4_k,   detail::quantize_q4_k, detail::dot_q4_k,   GgmlType::kQ8_K},
     {GgmlType::kQ5_K,   detail::dequant_q5_k,   detail::quantize_q5_k, detail::dot_q5_k,   GgmlType::kQ8_K},
     {GgmlType::kQ6_K,   detail::dequant_q6_k,   detail::quantize_q6_k, detail::dot_q6_k,   GgmlType::kQ8_K},
     {GgmlType::kQ8_K,   detail::dequant_q8_k,   detail::quantize_q8_k, nullptr,            GgmlType::kQ8_K},
-    {GgmlType::kIQ4_NL, detail::dequant_iq4_nl, nullptr,               detail::dot_iq4_nl, GgmlType::kQ8_0},
-    {GgmlType::kIQ4_XS, detail::dequant_iq4_xs, nullptr,               detail::dot_iq4_xs, GgmlType::kQ8_K},
+    {GgmlType::kIQ4_NL, detail::dequant_iq4_nl, detail::quantize_iq4_nl, detail::dot_iq4_nl, GgmlType::kQ8_0},
+    {GgmlType::kIQ4_XS, detail::dequant_iq4_xs, detail::quantize_iq4_xs, detail::dot_iq4_xs, GgmlType::kQ8_K},
     {GgmlType::kMXFP4,  detail::dequant_mxfp4,  nullptr,               detail::dot_mxfp4,  GgmlType::kQ8_0},
 };
 // clang-format on
@@ -121,6 +121,62 @@ Status quantize_row(GgmlType t, std::span<const float> src, std::span<uint8_t> d
   GENIEX_ASSIGN_OR_RETURN(const size_t nb, blocks_in(t, src.size(), "quantize_row"));
   GENIEX_TRY(check_bytes(t, nb, dst.size(), "quantize_row"));
   if (nb != 0) op->quant(src.data(), dst.data(), nb);
+  return {};
+}
+
+namespace {
+
+detail::WeightedQuantFn weighted_fn(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ4_0: return detail::quantize_q4_0_w;
+    case GgmlType::kQ4_1: return detail::quantize_q4_1_w;
+    case GgmlType::kQ5_0: return detail::quantize_q5_0_w;
+    case GgmlType::kQ5_1: return detail::quantize_q5_1_w;
+    case GgmlType::kQ2_K: return detail::quantize_q2_k_w;
+    case GgmlType::kQ3_K: return detail::quantize_q3_k_w;
+    case GgmlType::kQ4_K: return detail::quantize_q4_k_w;
+    case GgmlType::kQ5_K: return detail::quantize_q5_k_w;
+    case GgmlType::kQ6_K: return detail::quantize_q6_k_w;
+    case GgmlType::kIQ4_NL: return detail::quantize_iq4_nl_w;
+    case GgmlType::kIQ4_XS: return detail::quantize_iq4_xs_w;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+bool uses_importance(GgmlType t) { return weighted_fn(t) != nullptr; }
+
+Status quantize_rows(GgmlType t, std::span<const float> src, std::span<uint8_t> dst,
+                     size_t n_per_row, std::span<const float> imatrix) {
+  const auto* op = find_ops(t);
+  if (op == nullptr || op->quant == nullptr) {
+    return unimplemented("quantize_rows: type " + type_name(t) + " is not supported");
+  }
+  if (n_per_row == 0 || src.size() % n_per_row != 0) {
+    return invalid_argument("quantize_rows: " + std::to_string(src.size()) +
+                            " elements are not whole rows of " + std::to_string(n_per_row));
+  }
+  GENIEX_ASSIGN_OR_RETURN(const size_t nb_row, blocks_in(t, n_per_row, "quantize_rows"));
+  const size_t n_rows = src.size() / n_per_row;
+  if (n_rows != 0 && nb_row > std::numeric_limits<size_t>::max() / n_rows) {
+    return invalid_argument("quantize_rows: too many blocks");
+  }
+  GENIEX_TRY(check_bytes(t, nb_row * n_rows, dst.size(), "quantize_rows"));
+  const detail::WeightedQuantFn wfn = imatrix.empty() ? nullptr : weighted_fn(t);
+  if (wfn == nullptr) {
+    if (nb_row * n_rows != 0) op->quant(src.data(), dst.data(), nb_row * n_rows);
+    return {};
+  }
+  if (imatrix.size() != n_per_row) {
+    return invalid_argument("quantize_rows: the importance matrix has " +
+                            std::to_string(imatrix.size()) + " values for rows of " +
+                            std::to_string(n_per_row));
+  }
+  const size_t row_bytes = nb_row * traits(t).type_size;
+  for (size_t r = 0; r < n_rows; ++r) {
+    wfn(src.data() + r * n_per_row, dst.data() + r * row_bytes, n_per_row, imatrix.data());
+  }
   return {};
 }
 

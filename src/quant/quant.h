@@ -38,10 +38,22 @@ Status dequantize_row(GgmlType t, std::span<const uint8_t> src, std::span<float>
 
 /// Quantizes `src` to type `t` into `dst` (exactly the row's bytes). Round-to-nearest references:
 /// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 (byte-identical to gguf.quants.quantize), Q8_1,
-/// Q8_K (llama.cpp's reference scheme), Q4_K, Q5_K, Q6_K (own scale/min search, see
-/// quantize_k.cpp). Inputs are expected finite; non-finite inputs give unspecified (but
-/// memory-safe) blocks.
+/// Q8_K (llama.cpp's reference scheme), Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS
+/// (llama.cpp's quantizers, byte-identical to llama-quantize without an importance matrix). Inputs
+/// are expected finite; non-finite inputs give unspecified (but memory-safe) blocks.
 Status quantize_row(GgmlType t, std::span<const float> src, std::span<uint8_t> dst);
+
+/// True when quantize_rows takes an importance matrix for `t` (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K,
+/// Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS); other types ignore one.
+bool uses_importance(GgmlType t);
+
+/// llama.cpp's ggml_quantize_chunk over whole rows, byte-identical to llama-quantize: `src` holds
+/// rows of `n_per_row` elements, `dst` exactly their bytes. Without `imatrix` every type uses its
+/// round-to-nearest reference (quantize_row; Q2_K..Q6_K, IQ4_NL, IQ4_XS are llama.cpp's own
+/// searches). With `imatrix` (n_per_row per-column importances) the types of uses_importance()
+/// run llama.cpp's importance-weighted search.
+Status quantize_rows(GgmlType t, std::span<const float> src, std::span<uint8_t> dst,
+                     size_t n_per_row, std::span<const float> imatrix = {});
 
 /// Scalar reference dot of one weight row of type `weight_type` with one activation row already
 /// in `vec_dot_type(weight_type)`, both of `n` elements. Integer accumulation per block, then

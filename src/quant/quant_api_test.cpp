@@ -33,7 +33,8 @@ TEST(quant_api, Capabilities) {
   EXPECT_TRUE(can_dequantize(GgmlType::kQ8_K));
   EXPECT_FALSE(can_dequantize(GgmlType::kIQ2_XXS));
   EXPECT_TRUE(can_quantize(GgmlType::kQ8_K));
-  EXPECT_FALSE(can_quantize(GgmlType::kIQ4_XS));
+  EXPECT_TRUE(can_quantize(GgmlType::kIQ4_XS));
+  EXPECT_FALSE(can_quantize(GgmlType::kIQ2_XXS));
   EXPECT_TRUE(can_vec_dot(GgmlType::kQ4_K));
   EXPECT_FALSE(can_vec_dot(GgmlType::kQ8_K));
 }
@@ -46,9 +47,9 @@ TEST(quant_api, UnsupportedTypesNameTheType) {
   EXPECT_NE(st.message().find("IQ2_XXS"), std::string::npos) << st.message();
 
   std::vector<uint8_t> q(136);
-  st = quantize_row(GgmlType::kIQ4_XS, dst, q);
+  st = quantize_row(GgmlType::kIQ3_S, dst, q);
   EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(st.message().find("IQ4_XS"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("IQ3_S"), std::string::npos) << st.message();
 
   auto r = vec_dot_ref(GgmlType::kTQ1_0, q, q, 256);
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);

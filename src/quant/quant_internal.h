@@ -60,10 +60,30 @@ void quantize_q8_0(const float* src, uint8_t* dst, size_t nb);
 void quantize_q8_1(const float* src, uint8_t* dst, size_t nb);
 
 // quantize_k.cpp
+void quantize_q8_k(const float* src, uint8_t* dst, size_t nb);
+
+// quantize_ggml_k.cpp / quantize_ggml_iq4.cpp: llama.cpp's quantizers (byte-identical).
+void quantize_q2_k(const float* src, uint8_t* dst, size_t nb);
+void quantize_q3_k(const float* src, uint8_t* dst, size_t nb);
 void quantize_q4_k(const float* src, uint8_t* dst, size_t nb);
 void quantize_q5_k(const float* src, uint8_t* dst, size_t nb);
 void quantize_q6_k(const float* src, uint8_t* dst, size_t nb);
-void quantize_q8_k(const float* src, uint8_t* dst, size_t nb);
+void quantize_iq4_nl(const float* src, uint8_t* dst, size_t nb);
+void quantize_iq4_xs(const float* src, uint8_t* dst, size_t nb);
+
+/// One row of `n` elements with importance weights `qw` (n values, one per column).
+using WeightedQuantFn = void (*)(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q4_0_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q4_1_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q5_0_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q5_1_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q2_k_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q3_k_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q4_k_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q5_k_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_q6_k_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_iq4_nl_w(const float* src, uint8_t* dst, size_t n, const float* qw);
+void quantize_iq4_xs_w(const float* src, uint8_t* dst, size_t n, const float* qw);
 
 // dot_ref.cpp (activation types per quant.h vec_dot_type)
 float dot_f32(const uint8_t* w, const uint8_t* a, size_t nb);
