@@ -18,6 +18,9 @@ final class NativeLoader {
   static final String LIBRARY = "geniex_jni";
   static final String PROPERTY = "geniex.library.path";
 
+  /** How the library was found: "property:FILE", "system", or "jar:FILE" (the extracted copy). */
+  static volatile String loadedFrom = "";
+
   private NativeLoader() {}
 
   static synchronized void load() {
@@ -28,11 +31,13 @@ final class NativeLoader {
         f = new File(f, System.mapLibraryName(LIBRARY));
       }
       System.load(f.getAbsolutePath());
+      loadedFrom = "property:" + f.getAbsolutePath();
       return;
     }
     UnsatisfiedLinkError first;
     try {
       System.loadLibrary(LIBRARY);
+      loadedFrom = "system";
       return;
     } catch (UnsatisfiedLinkError e) {
       first = e;
@@ -51,6 +56,7 @@ final class NativeLoader {
       lib.toFile().deleteOnExit();
       dir.toFile().deleteOnExit();
       System.load(lib.toAbsolutePath().toString());
+      loadedFrom = "jar:" + lib.toAbsolutePath();
     } catch (IOException e) {
       UnsatisfiedLinkError err = new UnsatisfiedLinkError("geniex: cannot extract " + resource
           + ": " + e.getMessage());
