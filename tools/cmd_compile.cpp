@@ -55,14 +55,18 @@ fs::path default_cache_dir() {
   return {};
 }
 
-// The QNN plugin's folder: $GENIEX_PLUGIN_DIR, else <exe dir>/../plugins/qnn (the build tree).
+// The QNN plugin's folder: $GENIEX_PLUGIN_DIR, else <exe dir>/../plugins/qnn (the build tree),
+// else <exe dir>/../lib/geniex/plugins/qnn (an installed tree).
 std::string default_plugin_dir() {
   if (const char* e = std::getenv("GENIEX_PLUGIN_DIR"); e != nullptr && *e != '\0') return e;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
   const fs::path qnn = exe.parent_path().parent_path() / "plugins" / "qnn";
-  return fs::is_directory(qnn, ec) ? qnn.string() : std::string();
+  if (fs::is_directory(qnn, ec)) return qnn.string();
+  // An installed tree: <prefix>/bin/geniex, <prefix>/lib/geniex/plugins/qnn.
+  const fs::path installed = exe.parent_path().parent_path() / "lib" / "geniex" / "plugins" / "qnn";
+  return fs::is_directory(installed, ec) ? installed.string() : std::string();
 }
 
 std::map<std::string, uintmax_t> entries(const fs::path& dir) {

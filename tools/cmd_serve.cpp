@@ -4,18 +4,25 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+extern char** environ;  // POSIX: the process's environment, for the GENIEX_* scan
 
 #include "default_model.h"
 #include "flag_compat.h"
@@ -110,9 +117,146 @@ void watch_signals(server::HttpServer& srv, const std::atomic<bool>& done) {
   }
 }
 
+// ---- Configuration from the environment (the container's way; flags win) -------------------
+// The GENIEX_* variables `geniex serve` reads, each standing for a flag; GENIEX_API_KEY_FILE is a
+// file holding the key (a compose/Kubernetes secret).
+constexpr const char* kServeEnv[] = {"GENIEX_HOST",    "GENIEX_PORT",         "GENIEX_MODEL",
+                                     "GENIEX_API_KEY", "GENIEX_API_KEY_FILE", "GENIEX_PARALLEL",
+                                     "GENIEX_CTX",     "GENIEX_DEVICE",       "GENIEX_THREADS"};
+// Other GENIEX_* names the project reads elsewhere (plugins, QNN, the build and test scripts):
+// set, they are not typos.
+constexpr const char* kOtherEnv[] = {
+    "GENIEX_PLUGIN_DIR",   "GENIEX_QNN_CACHE_DIR", "GENIEX_QNN_LIB_DIR",  "GENIEX_SOURCE_DIR",
+    "GENIEX_BUILD_DIR",    "GENIEX_SHARED_DIR",    "GENIEX_LLAMACPP_BIN", "GENIEX_CI_STAGES",
+    "GENIEX_FUZZ_SECONDS", "GENIEX_WERROR",        "GENIEX_BUILD_PYTHON"};
+
+/// $name when set and not empty.
+std::optional<std::string> env_value(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::string(v);
+}
+
+/// A whole number from $name in [lo, hi]; nullopt when unset.
+Result<std::optional<int32_t>> env_count(const char* name, int32_t lo, int32_t hi) {
+  auto text = env_value(name);
+  if (!text) return std::optional<int32_t>();
+  GENIEX_ASSIGN_OR_RETURN(const int64_t v, parse_count(std::string("$") + name, *text, lo, hi));
+  return std::optional<int32_t>(static_cast<int32_t>(v));
+}
+
+/// One warning per GENIEX_* variable no part of GenieX reads (a typo, most likely).
+void warn_unknown_env() {
+  std::vector<std::string> known(std::begin(kServeEnv), std::end(kServeEnv));
+  known.insert(known.end(), std::begin(kOtherEnv), std::end(kOtherEnv));
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (!entry.starts_with("GENIEX_")) continue;
+    const std::string name(entry.substr(0, entry.find('=')));
+    bool ok = false;
+    for (const std::string& k : known) ok = ok || k == name;
+    if (ok) continue;
+    const std::string near = nearest(name, known);
+    std::fprintf(stderr, "geniex serve: warning: unknown environment variable %s ignored%s\n",
+                 name.c_str(), near.empty() ? "" : (" (did you mean " + near + "?)").c_str());
+  }
+}
+
+/// The key in $GENIEX_API_KEY_FILE: the file's text without trailing white space.
+Result<std::string> read_key_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status(StatusCode::kInvalidArgument,
+                  "$GENIEX_API_KEY_FILE " + path + ": cannot read it: " + std::strerror(errno));
+  }
+  std::string key((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back())) != 0) key.pop_back();
+  if (key.empty()) {
+    return Status(StatusCode::kInvalidArgument, "$GENIEX_API_KEY_FILE " + path + ": empty file");
+  }
+  if (key.find_first_of("\r\n") != std::string::npos) {
+    return Status(StatusCode::kInvalidArgument,
+                  "$GENIEX_API_KEY_FILE " + path + ": the key must be one line");
+  }
+  return key;
+}
+
+/// True when the option was given on the command line.
+bool given(const CLI::App& app, const std::string& name) {
+  const CLI::Option* opt = app.get_option_no_throw(name);
+  return opt != nullptr && opt->count() > 0;
+}
+
+/// Fills the settings whose flags were not given from GENIEX_* variables; a bad value is an
+/// error naming the variable.
+Status apply_env(ServeOptions& o, const CLI::App& app) {
+  warn_unknown_env();
+  if (!given(app, "--host")) {
+    if (auto v = env_value("GENIEX_HOST")) o.host = *v;
+  }
+  if (!given(app, "--port")) {
+    GENIEX_ASSIGN_OR_RETURN(auto v, env_count("GENIEX_PORT", 0, 65535));
+    if (v) o.port = *v;
+  }
+  if (!given(app, "--model")) {
+    if (auto v = env_value("GENIEX_MODEL")) o.model = *v;
+  }
+  const auto key = env_value("GENIEX_API_KEY");
+  const auto key_file = env_value("GENIEX_API_KEY_FILE");
+  if (key && key_file) {
+    return Status(StatusCode::kInvalidArgument,
+                  "$GENIEX_API_KEY and $GENIEX_API_KEY_FILE are both set: set one");
+  }
+  if (!given(app, "--api-key")) {
+    if (key) o.api_key = *key;
+    if (key_file) {
+      GENIEX_ASSIGN_OR_RETURN(o.api_key, read_key_file(*key_file));
+    }
+  }
+  if (!given(app, "--parallel")) {
+    GENIEX_ASSIGN_OR_RETURN(auto v, env_count("GENIEX_PARALLEL", 1, 1024));
+    if (v) o.parallel = *v;
+  }
+  if (!given(app, "--ctx")) {
+    GENIEX_ASSIGN_OR_RETURN(auto v,
+                            env_count("GENIEX_CTX", 0, std::numeric_limits<int32_t>::max()));
+    if (v && *v == 1) {
+      return Status(StatusCode::kInvalidArgument,
+                    "$GENIEX_CTX 1: too small (at least 2, or 0 for the model's own)");
+    }
+    if (v) o.ctx = *v;
+  }
+  if (!given(app, "--device")) {
+    if (auto v = env_value("GENIEX_DEVICE")) {
+      if (auto d = Device::parse(*v); !d.ok()) {
+        return Status(StatusCode::kInvalidArgument,
+                      "$GENIEX_DEVICE " + *v + ": " + d.status().message());
+      }
+      o.device = *v;
+    }
+  }
+  if (!given(app, "--threads")) {
+    GENIEX_ASSIGN_OR_RETURN(auto v, env_count("GENIEX_THREADS", 0, ModelBuilder::kMaxThreads));
+    if (v) o.threads = *v;
+  }
+  return Status::ok_status();
+}
+
+/// A loopback address: only this machine can connect.
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
+}
+
 int run_serve(const ServeOptions& o) {
   // Every flag is checked before the model loads (CLI11 checks the ranges of the others).
   if (Status s = validate_sampling(o.sampling); !s.ok()) return usage(s.message());
+  if (!is_loopback(o.host) && o.api_key.empty()) {
+    std::fprintf(stderr,
+                 "geniex serve: warning: listening on %s without an API key: anyone who can "
+                 "reach this address can use the model (set --api-key, $GENIEX_API_KEY or "
+                 "$GENIEX_API_KEY_FILE)\n",
+                 o.host.c_str());
+  }
   auto device = Device::parse(o.device);
   if (!device.ok()) return usage("--device: " + device.status().message());
   std::string path = o.model;
@@ -217,7 +361,7 @@ Command register_serve(CLI::App& parent) {
   add_count_option(c, "--queue", o->queue, 0, 1 << 20, "requests waiting for a slot before 429");
   add_context_option(c, o->ctx, "context size in tokens (0 = the model's own)");
   add_count_option(c, "-t,--threads", o->threads, 0, ModelBuilder::kMaxThreads,
-                   "threads (0 = all cores)");
+                   "threads (0 = the CPUs this process may use: affinity and cgroup quota)");
   add_kv_flags(c, o->kv);
   c->add_flag("--deterministic", o->deterministic,
               "bit-identical output whether a request runs alone or batched (slower decode for "
@@ -254,7 +398,25 @@ Command register_serve(CLI::App& parent) {
       "ms=MILLISECONDS\n"
       "in/out are '-' for requests that generate nothing; ms runs to the last byte sent; "
       "'client-closed' ends the line when the client hung up mid-stream.");
-  return {c, [o] { return run_serve(*o); }};
+  c->footer(std::string(c->get_footer()) +
+            "\n\nEnvironment (for containers; a flag given on the command line wins): "
+            "GENIEX_HOST, GENIEX_PORT, GENIEX_MODEL, GENIEX_API_KEY or GENIEX_API_KEY_FILE (a "
+            "file holding the key), GENIEX_PARALLEL, GENIEX_CTX, GENIEX_DEVICE, GENIEX_THREADS "
+            "stand for --host, --port, --model, --api-key, --parallel, --ctx, --device, "
+            "--threads; other GENIEX_* names get a warning. Listening on a non-loopback address "
+            "without an API key gets a warning.");
+  return {c, [o, c] {
+            if (Status env = apply_env(*o, *c); !env.ok()) return usage(env.message());
+            return run_serve(*o);
+          }};
+}
+
+Result<ServeEndpoint> serve_endpoint_from_env() {
+  ServeEndpoint e;
+  if (auto v = env_value("GENIEX_HOST")) e.host = *v;
+  GENIEX_ASSIGN_OR_RETURN(auto port, env_count("GENIEX_PORT", 0, 65535));
+  if (port) e.port = *port;
+  return e;
 }
 
 }  // namespace geniex::cli

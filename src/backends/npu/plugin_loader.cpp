@@ -165,7 +165,18 @@ std::vector<std::filesystem::path> default_plugin_dirs() {
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) return {};
   const auto dir = exe.parent_path();
-  return {(dir / ".." / "plugins").lexically_normal(), dir / "plugins"};
+  std::vector<std::filesystem::path> dirs = {(dir / ".." / "plugins").lexically_normal(),
+                                             dir / "plugins"};
+  // An installed tree (cmake --install): <prefix>/bin/geniex and <prefix>/lib/geniex/plugins,
+  // and for a program linked with <prefix>/lib/libgeniex.so, the folder beside the library.
+  dirs.push_back((dir / ".." / "lib" / "geniex" / "plugins").lexically_normal());
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&default_plugin_dirs), &info) != 0 &&
+      info.dli_fname != nullptr) {
+    const auto self = std::filesystem::weakly_canonical(info.dli_fname, ec);
+    if (!ec && self != exe) dirs.push_back(self.parent_path() / "geniex" / "plugins");
+  }
+  return dirs;
 }
 
 LoadedNpuPlugins load_npu_plugins(const std::vector<std::filesystem::path>& dirs,

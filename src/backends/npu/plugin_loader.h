@@ -72,7 +72,9 @@ class LoadedNpuPlugin {
 std::vector<std::filesystem::path> discover_npu_plugins(const std::filesystem::path& dir);
 
 /// Where plugins are looked for when no folder is given: $GENIEX_PLUGIN_DIR if set, else
-/// `<dir of /proc/self/exe>/../plugins` and `<dir of /proc/self/exe>/plugins`.
+/// `<dir of /proc/self/exe>/../plugins` and `<dir of /proc/self/exe>/plugins` (the build tree),
+/// then `<dir of /proc/self/exe>/../lib/geniex/plugins` and, in a program using libgeniex.so,
+/// `<dir of libgeniex.so>/geniex/plugins` (an installed tree).
 std::vector<std::filesystem::path> default_plugin_dirs();
 
 /// Plugins that opened, and one note per file that did not (the refusal's message).
