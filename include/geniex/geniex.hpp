@@ -179,6 +179,10 @@ struct GenerationConfig {
   /// The supported subset: check_json_schema(). A schema outside it is kInvalidArgument naming
   /// the keyword. Combines with token_filter (both must accept).
   std::string json_schema;
+  /// Print control tokens' text in the output (e.g. Mistral's "[TOOL_CALLS]", LFM2's
+  /// "<|tool_call_start|>") instead of dropping it; end-of-generation tokens still end
+  /// generation unprinted. For parsers of a model's native tool-call format.
+  bool render_special = false;
   /// Called on the caller's thread as the prompt is evaluated: prompt tokens in the context so
   /// far (cached ones included) and the prompt's length; the last call has done == total.
   /// Optional (progress bars for long prompts).
@@ -244,7 +248,16 @@ struct ContentPart {
   static ContentPart image_part(Image i) { return ContentPart{Type::kImage, {}, std::move(i)}; }
 };
 
-/// One chat turn; role is "system", "user" or "assistant".
+/// A call of a tool (a function) made by the assistant, as OpenAI's `tool_calls` entries.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  /// The arguments as JSON text (an object); the chat template sees them parsed, as
+  /// transformers expects, or as this string when it is not valid JSON.
+  std::string arguments;
+};
+
+/// One chat turn; role is "system", "user", "assistant" or "tool" (a tool's result).
 struct ChatMessage {
   std::string role;
   std::string content;
@@ -252,6 +265,24 @@ struct ChatMessage {
   /// (the chat template sees transformers' list form, [{"type": "image"}, {"type": "text",
   /// "text": ...}]). Images need a vision-language model.
   std::vector<ContentPart> parts = {};
+  /// role "assistant": the tools it called (the template renders them its own way).
+  std::vector<ToolCall> tool_calls = {};
+  /// role "tool": the id of the call this message answers, and the tool's name (optional).
+  std::string tool_call_id = {};
+  std::string name = {};
+};
+
+/// More inputs of the chat template, as transformers' apply_chat_template takes them.
+struct ChatTemplateOptions {
+  /// The tools the model may call: a JSON array of OpenAI tool definitions
+  /// ([{"type": "function", "function": {"name", "description", "parameters"}}]); "" = none
+  /// (the template sees `tools` undefined-as-None).
+  std::string tools;
+  /// More template variables as a JSON object (e.g. {"enable_thinking": false}); "" = none.
+  std::string extra_context;
+  /// Text appended after the generation prompt: the reply is taken to start with it (e.g. a
+  /// tool-call opening tag); it is part of the prompt, not of the generated text.
+  std::string reply_prefix;
 };
 
 /// Facts about a loaded model.
@@ -386,8 +417,10 @@ class Model {
   /// The tokens chat() feeds the model for `messages` (template with the generation prompt,
   /// special tokens parsed, BOS added when the template does not write it).
   [[nodiscard]] Result<std::vector<int32_t>> chat_tokens(
-      std::span<const ChatMessage> messages) const;
-  /// The chat template's rendering of `messages`.
+      std::span<const ChatMessage> messages, const ChatTemplateOptions& options = {}) const;
+  /// The chat template's rendering of `messages` (with options.reply_prefix appended when
+  /// add_generation_prompt). Errors: a bad role, tools or extra_context that are not a JSON
+  /// array / object, the template's own raise_exception (kInvalidArgument).
   [[nodiscard]] Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
                                                         bool add_generation_prompt = true) const;
   [[nodiscard]] Result<std::vector<int32_t>> tokenize(std::string_view text,
@@ -421,6 +454,9 @@ class Model {
   Status load_state(const std::string& path);
   /// The tokens of the cached context.
   [[nodiscard]] std::vector<int32_t> cached_tokens() const;
+  /// chat() with tools, template variables and a reply prefix (see ChatTemplateOptions).
+  Result<Generation> chat(std::span<const ChatMessage> messages, const ChatTemplateOptions& options,
+                          const GenerationConfig& config = {}, const TokenCallback& on_token = {});
   [[nodiscard]] KvStats kv_stats() const;
   [[nodiscard]] EngineStats engine_stats() const;
   /// Zero for a text model.
@@ -429,6 +465,11 @@ class Model {
   /// The capability table of every unit for this model's ops and where each stage of a decode
   /// step and of a prefill step runs, with the reasons units were passed over.
   [[nodiscard]] std::string explain_placement() const;
+  [[nodiscard]] Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
+                                                        bool add_generation_prompt,
+                                                        const ChatTemplateOptions& options) const;
+  /// The chat template's source text ("" when the model has none).
+  [[nodiscard]] const std::string& chat_template_source() const;
   /// Per placement segment: runs, time and boundary copies (`geniex bench --profile`).
   [[nodiscard]] std::vector<StageTiming> stage_timings() const;
   void reset_stage_timings();

@@ -139,6 +139,36 @@ std::string Model::token_piece(int32_t token) const {
 
 Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> messages,
                                                bool add_generation_prompt) const {
+  return apply_chat_template(messages, add_generation_prompt, ChatTemplateOptions{});
+}
+
+const std::string& Model::chat_template_source() const { return impl_->chat_template_text; }
+
+namespace {
+
+/// A tool call's arguments as the template sees them: parsed JSON when they are JSON (templates
+/// write `arguments | tojson`), else the string.
+nlohmann::ordered_json call_arguments(const std::string& text) {
+  auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return text;
+  return j;
+}
+
+Result<nlohmann::ordered_json> json_option(const std::string& text, const char* what,
+                                           bool want_array) {
+  auto j = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || (want_array ? !j.is_array() : !j.is_object())) {
+    return invalid_argument(std::string("chat template option '") + what + "' is not a JSON " +
+                            (want_array ? "array" : "object"));
+  }
+  return j;
+}
+
+}  // namespace
+
+Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> messages,
+                                               bool add_generation_prompt,
+                                               const ChatTemplateOptions& options) const {
   if (!impl_->chat_template && !impl_->chat_template_error.ok()) {
     return impl_->chat_template_error;
   }
@@ -149,34 +179,63 @@ Result<std::string> Model::apply_chat_template(std::span<const ChatMessage> mess
   }
   jinja::ChatTemplateInputs in;
   for (const auto& m : messages) {
-    if (m.role != "system" && m.role != "user" && m.role != "assistant") {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant" && m.role != "tool") {
       return invalid_argument("chat message role '" + m.role +
-                              "' (expected system, user or assistant)");
+                              "' (expected system, user, assistant or tool)");
     }
+    nlohmann::ordered_json msg = {{"role", m.role}};
     if (m.parts.empty()) {
-      in.messages.push_back({{"role", m.role}, {"content", m.content}});
-      continue;
-    }
-    // transformers' list form: the template writes its image marker for each image part.
-    nlohmann::ordered_json parts = nlohmann::ordered_json::array();
-    for (const auto& part : m.parts) {
-      if (part.type == ContentPart::Type::kImage) {
-        parts.push_back({{"type", "image"}});
-      } else {
-        parts.push_back({{"type", "text"}, {"text", part.text}});
+      msg["content"] = m.content;
+    } else {
+      // transformers' list form: the template writes its image marker for each image part.
+      nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+      for (const auto& part : m.parts) {
+        if (part.type == ContentPart::Type::kImage) {
+          parts.push_back({{"type", "image"}});
+        } else {
+          parts.push_back({{"type", "text"}, {"text", part.text}});
+        }
       }
+      msg["content"] = std::move(parts);
     }
-    in.messages.push_back({{"role", m.role}, {"content", std::move(parts)}});
+    if (!m.tool_calls.empty()) {
+      nlohmann::ordered_json calls = nlohmann::ordered_json::array();
+      for (const auto& c : m.tool_calls) {
+        calls.push_back(
+            {{"id", c.id},
+             {"type", "function"},
+             {"function", {{"name", c.name}, {"arguments", call_arguments(c.arguments)}}}});
+      }
+      msg["tool_calls"] = std::move(calls);
+    }
+    if (!m.tool_call_id.empty()) msg["tool_call_id"] = m.tool_call_id;
+    if (!m.name.empty()) msg["name"] = m.name;
+    in.messages.push_back(std::move(msg));
+  }
+  if (!options.tools.empty()) {
+    GENIEX_ASSIGN_OR_RETURN(in.tools, json_option(options.tools, "tools", true));
+  }
+  if (!options.extra_context.empty()) {
+    GENIEX_ASSIGN_OR_RETURN(in.extra_context,
+                            json_option(options.extra_context, "extra_context", false));
   }
   in.add_generation_prompt = add_generation_prompt;
   const auto& tok = *impl_->tok;
   if (tok.bos() >= 0) in.bos_token = tok.token_text(tok.bos());
   if (tok.eos() >= 0) in.eos_token = tok.token_text(tok.eos());
-  return jinja::render_chat_template(*impl_->chat_template, in);
+  GENIEX_ASSIGN_OR_RETURN(std::string text, jinja::render_chat_template(*impl_->chat_template, in));
+  if (add_generation_prompt) text += options.reply_prefix;
+  return text;
 }
 
 Result<Generation> Model::chat(std::span<const ChatMessage> messages,
                                const GenerationConfig& config, const TokenCallback& on_token) {
+  return chat(messages, ChatTemplateOptions{}, config, on_token);
+}
+
+Result<Generation> Model::chat(std::span<const ChatMessage> messages,
+                               const ChatTemplateOptions& options, const GenerationConfig& config,
+                               const TokenCallback& on_token) {
   std::vector<Image> images;
   for (const auto& m : messages) {
     for (const auto& part : m.parts) {
@@ -184,7 +243,7 @@ Result<Generation> Model::chat(std::span<const ChatMessage> messages,
     }
   }
   if (!images.empty() && !impl_->vision) return impl_->no_images_error();
-  GENIEX_ASSIGN_OR_RETURN(auto ids, chat_tokens(messages));
+  GENIEX_ASSIGN_OR_RETURN(auto ids, chat_tokens(messages, options));
   if (images.empty()) return generate(std::span<const int32_t>(ids), config, on_token);
   const int32_t image_token = impl_->vision->image_token();
   if (static_cast<size_t>(std::count(ids.begin(), ids.end(), image_token)) != images.size()) {
@@ -199,15 +258,16 @@ Result<Generation> Model::chat(std::span<const ChatMessage> messages,
       }
       m.parts.clear();
     }
-    GENIEX_ASSIGN_OR_RETURN(ids, chat_tokens(flat));
+    GENIEX_ASSIGN_OR_RETURN(ids, chat_tokens(flat, options));
   }
   GENIEX_ASSIGN_OR_RETURN(auto prompt, impl_->image_prompt(ids, images));
   return impl_->generate(prompt.keys, std::move(prompt.images), config, on_token);
 }
 
-Result<std::vector<int32_t>> Model::chat_tokens(std::span<const ChatMessage> messages) const {
+Result<std::vector<int32_t>> Model::chat_tokens(std::span<const ChatMessage> messages,
+                                                const ChatTemplateOptions& options) const {
   if (messages.empty()) return invalid_argument("chat: no messages");
-  GENIEX_ASSIGN_OR_RETURN(std::string text, apply_chat_template(messages, true));
+  GENIEX_ASSIGN_OR_RETURN(std::string text, apply_chat_template(messages, true, options));
   // Templates usually write the BOS text themselves; add it only when they do not.
   const auto& tok = *impl_->tok;
   const bool has_bos = tok.bos() >= 0 && text.starts_with(tok.token_text(tok.bos()));

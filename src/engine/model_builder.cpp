@@ -256,6 +256,7 @@ Result<Model> ModelBuilder::build() const {
   if (n_keep_ < 0 || n_keep_ >= n_ctx / 2) {
     return invalid_argument("context shift keeps " + std::to_string(n_keep_) +
                             " tokens; it must be in [0, n_ctx / 2 = " + std::to_string(n_ctx / 2) +
+    impl->chat_template_text = t->text;
                             ")");
   }
   runtime::KvManagerSpec spec;

@@ -37,6 +37,7 @@ struct Model::Impl {
   std::optional<jinja::Template> chat_template;
   Status chat_template_error;  ///< why the file's template does not parse (chat fails with it)
   std::optional<runtime::Scheduler> scheduler;
+  std::string chat_template_text;  ///< the template's source ("" when none is known)
   std::unique_ptr<runtime::KvManager> kv;
   std::unique_ptr<engine::StepRunner> runner;
   int32_t n_batch = 512;

@@ -107,7 +107,9 @@ Result<std::unique_ptr<Request>> Request::create(Kind kind, std::span<const int3
     r->sampler_.emplace(std::move(sampler));
     GENIEX_ASSIGN_OR_RETURN(auto stops, sampling::StopMatcher::create(config.stop));
     r->stops_.emplace(std::move(stops));
-    r->decoder_.emplace(tok.stream_decoder(tokenizer::DecodeOptions{}));
+    tokenizer::DecodeOptions decode;
+    decode.render_special = config.render_special;
+    r->decoder_.emplace(tok.stream_decoder(decode));
     r->history_ = r->prompt;
     if (!config.json_schema.empty()) {
       GENIEX_ASSIGN_OR_RETURN(json_schema::Schema schema, json_schema::compile(config.json_schema));

@@ -35,20 +35,42 @@ ApiError from_status(const Status& s, const char* param) {
   return internal_error(s.message());
 }
 
+/// A chat request's tools: the plan (when tools may be called) applied to the request's
+/// messages, template options and constraint.
+std::optional<ToolPlan> plan_request(const Model& m, CompletionRequest& r) {
+  if (!r.tools.active()) {
+    if (!r.tools.defs.empty()) r.chat_options.tools = r.tools.tools.dump();  // "none": shown
+    return std::nullopt;
+  }
+  ToolPlan plan = plan_tools(detect_tool_format(m.chat_template_source()), r.tools, r.messages);
+  r.messages = plan.messages;
+  r.chat_options = plan.options;
+  r.config.json_schema = plan.schema;
+  r.config.render_special = true;  // Mistral's and LFM2's call marks are control tokens
+  return plan;
+}
+
+/// The chat template's text for a request (tools and reply prefix included).
+ApiResult<std::string> chat_prompt_text(const Model& m, const CompletionRequest& r) {
+  auto text = m.apply_chat_template(r.messages, true, r.chat_options);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return unsupported("messages", text.status().message());
+    }
+    return invalid_value("messages", text.status().message());
+  }
+  return std::move(*text);
+}
+
 /// The prompt's token ids, as Model::chat / Model::generate(text) would make them.
 ApiResult<std::vector<int32_t>> prompt_ids(const Model& m, const CompletionRequest& r) {
   std::vector<int32_t> ids;
   if (r.endpoint == Endpoint::kChat) {
-    auto text = m.apply_chat_template(r.messages, true);
-    if (!text.ok()) {
-      if (text.status().code() == StatusCode::kNotFound) {
-        return unsupported("messages", text.status().message());
-      }
-      return invalid_value("messages", text.status().message());
-    }
+    auto text = chat_prompt_text(m, r);
+    if (auto* e = std::get_if<ApiError>(&text)) return *e;
     // Templates usually write the BOS text themselves; add it only when they do not.
     auto bos = m.tokenize("", true, false);
-    auto plain = m.tokenize(*text, false, true);
+    auto plain = m.tokenize(std::get<std::string>(text), false, true);
     if (!bos.ok() || !plain.ok()) return internal_error("tokenizer failed on the chat prompt");
     const bool has_bos = !bos->empty() && plain->size() >= bos->size() &&
                          std::equal(bos->begin(), bos->end(), plain->begin());
@@ -122,7 +144,8 @@ struct Job {
   Admission::Slot slot;
   Clock::time_point arrival;
   bool client_gone = false;
-  std::shared_ptr<Pipe> pipe = nullptr;  ///< a streamed request with images (see Pipe)
+  std::shared_ptr<Pipe> pipe = nullptr;         ///< a streamed request with images (see Pipe)
+  std::optional<ToolPlan> plan = std::nullopt;  ///< tools are active: how the reply is read
 };
 
 /// Gets each piece of text with the logprob entries of the tokens since the last piece (the
@@ -173,7 +196,7 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
   if (st.cancel_all.load()) return resource_exhausted("the server is shutting down");
   // Images: Model::chat encodes them (between engine steps) and expands their tokens.
   auto gen = job.req.n_images > 0
-                 ? st.model.chat(job.req.messages, cfg, on_token)
+                 ? st.model.chat(job.req.messages, job.req.chat_options, cfg, on_token)
                  : st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
   if (gen.ok() && job.req.n_images > 0) {
     this_request().prompt_tokens = static_cast<int64_t>(gen->prompt_tokens.size());
@@ -217,6 +240,15 @@ HttpResponse respond_whole(Job& job, const HttpRequest& http) {
         from_status(gen.status(), job.req.endpoint == Endpoint::kChat ? "messages" : "prompt"));
   }
   if (gen->stop_reason == StopReason::kCancelled) return send_error(shutting_down());
+  if (job.plan) {
+    const ParsedReply reply = parse_reply(*job.plan, job.req.tools, gen->text);
+    const std::string_view finish =
+        reply.calls.empty() ? finish_reason(gen->stop_reason) : std::string_view("tool_calls");
+    Json j = chat_tool_completion_json(job.meta, reply.content, reply.calls, finish,
+                                       usage_of(job, *gen));
+    if (!reply.error.empty()) j["choices"][0]["tool_call_error"] = reply.error;
+    return json_response(200, dump(j));
+  }
   for (auto& e : rest) all.push_back(std::move(e));
   std::optional<std::vector<LogprobEntry>> lps;
   if (job.req.logprobs >= 0) lps = std::move(all);
@@ -245,9 +277,35 @@ void stream(Job& job, StreamWriter& sink) {
   }
   size_t offset = 0;
   std::vector<LogprobEntry> rest;
+  // With tools: the reply so far, and how much of it went out as content.
+  std::string reply;
+  size_t sent = 0;
+  auto send_content = [&](std::string text) {
+    ChunkParts p;
+    p.content = std::move(text);
+    return write(sse_event(stream_chunk_json(ep, job.meta, p, usage)));
+  };
   auto gen = generate(
       job,
       [&](std::string_view text, std::vector<LogprobEntry>& lps) {
+        if (job.plan) {
+          lps.clear();
+          reply.append(text);
+          if (job.plan->format == ToolFormat::kGeneric) {
+            // The envelope's answer streams as it is decoded; calls go out at the end.
+            auto content = generic_content_prefix(reply);
+            if (!content || content->size() <= sent) return true;
+            const size_t from = sent;
+            sent = content->size();
+            return send_content(content->substr(from));
+          }
+          if (job.plan->constrained()) return true;  // the calls go out at the end
+          const size_t ok = streamable_prefix(job.plan->format, reply);
+          if (ok <= sent) return true;
+          const size_t from = sent;
+          sent = ok;
+          return send_content(reply.substr(from, ok - from));
+        }
         ChunkParts p;
         p.content = std::string(text);
         p.text_offset = offset;
@@ -279,6 +337,25 @@ void stream(Job& job, StreamWriter& sink) {
   }
   ChunkParts last;
   last.finish = finish_reason(gen->stop_reason);
+  if (job.plan) {
+    const ParsedReply parsed = parse_reply(*job.plan, job.req.tools, gen->text);
+    if (!parsed.calls.empty()) {
+      for (size_t i = 0; i < parsed.calls.size(); ++i) {
+        ChunkParts p;
+        p.tool_calls = Json::array({tool_call_delta_json(i, parsed.calls[i])});
+        if (!write(sse_event(stream_chunk_json(ep, job.meta, p, usage)))) return;
+      }
+      last.finish = "tool_calls";
+    } else if (job.plan->format == ToolFormat::kGeneric) {
+      // The answer's rest (a broken envelope's raw text only when nothing was streamed).
+      if ((parsed.error.empty() || sent == 0) && parsed.content.size() > sent &&
+          !send_content(parsed.content.substr(sent))) {
+        return;
+      }
+    } else if (gen->text.size() > sent && !send_content(gen->text.substr(sent))) {
+      return;
+    }
+  }
   last.text_offset = offset;
   if (want_lps && !rest.empty()) last.logprobs = std::move(rest);
   if (!write(sse_event(stream_chunk_json(ep, job.meta, last, usage)))) return;
@@ -345,6 +422,8 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(*e);
   // Any "model" means the one served (the reply names it), as llama-server does.
   CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
+  std::optional<ToolPlan> plan =
+      endpoint == Endpoint::kChat ? plan_request(st.model, r) : std::nullopt;
   if (r.n_images > 0 && st.model.info().mmproj_path.empty()) {
     // A text model: the engine's own words ("... takes no images ..."), before any work.
     std::vector<Image> none = {Image::from_bytes({0})};
@@ -373,6 +452,7 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
   if (r.config.max_tokens < 0 || r.config.max_tokens > room) r.config.max_tokens = room;
 
   auto job = std::make_shared<Job>(Job{st, std::move(r), std::move(prompt), {}, {}, arrival});
+  job->plan = std::move(plan);
   switch (st.admission.acquire(job->slot)) {
     case Admission::Outcome::kAdmitted: break;
     case Admission::Outcome::kQueueFull:
@@ -396,6 +476,16 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
     job->slot.release();
   };
   return res;
+}
+
+HttpResponse handle_apply_template(ServerState& st, HttpRequest& req) {
+  auto parsed = parse_chat_request(req.body, st.options.defaults, st.options.images);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(*e);
+  CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
+  plan_request(st.model, r);
+  auto text = chat_prompt_text(st.model, r);
+  if (auto* e = std::get_if<ApiError>(&text)) return send_error(*e);
+  return json_response(200, dump(Json{{"prompt", std::get<std::string>(text)}}));
 }
 
 }  // namespace geniex::server

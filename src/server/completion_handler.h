@@ -15,4 +15,8 @@ namespace geniex::server {
 /// The response: a whole JSON body, an error, or (stream: true) an SSE producer.
 HttpResponse handle_completion(ServerState& state, HttpRequest& req, Endpoint endpoint);
 
+/// POST /apply-template (llama-server's): a chat body's prompt as the model's chat template
+/// renders it, tools and tool-call plan included: {"prompt": "..."}. Nothing is generated.
+HttpResponse handle_apply_template(ServerState& state, HttpRequest& req);
+
 }  // namespace geniex::server

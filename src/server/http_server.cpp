@@ -45,7 +45,8 @@ std::string where(const std::string& host, int port) {
 }
 
 bool needs_key(const std::string& path) {
-  return path.starts_with("/v1/") || path == "/v1" || path == "/metrics" || path == "/props";
+  return path.starts_with("/v1/") || path == "/v1" || path == "/metrics" || path == "/props" ||
+         path == "/apply-template";
 }
 
 }  // namespace
@@ -105,6 +106,11 @@ class HttpServer::Service final : public HttpService {
       return handle_completion(st, req, Endpoint::kCompletion);
     });
     add_info_routes(router_, st);
+    router_.add("POST", "/apply-template", [&st](HttpRequest& req, std::string_view) {
+      return handle_apply_template(st, req);
+    });
+    router_.add("POST", "/v1/embeddings",
+                [&st](HttpRequest& req, std::string_view) { return handle_embeddings(st, req); });
   }
 
   std::optional<HttpResponse> screen(const HttpRequest& head) override {

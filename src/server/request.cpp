@@ -1,5 +1,6 @@
 #include "server/request.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -397,7 +398,58 @@ std::optional<MessageContent> message_content(const Json& content, const std::st
   return out;
 }
 
+/// An assistant message's `tool_calls`: [{"id", "type": "function", "function": {"name",
+/// "arguments" (JSON text)}}]. Their ids go to `ids` (tool messages must answer one).
+bool parse_tool_calls(const Json& m, const std::string& at, Fields& f, ChatMessage& msg,
+                      std::vector<std::string>& ids) {
+  auto calls = m.find("tool_calls");
+  if (calls == m.end() || calls->is_null()) return true;
+  if (!calls->is_array()) {
+    f.fail(invalid_type(at + ".tool_calls", "an array"));
+    return false;
+  }
+  for (size_t k = 0; k < calls->size(); ++k) {
+    const Json& c = (*calls)[k];
+    const std::string ct = at + ".tool_calls[" + std::to_string(k) + "]";
+    if (!c.is_object()) {
+      f.fail(invalid_type(ct, "an object"));
+      return false;
+    }
+    auto id = c.find("id");
+    auto fn = c.find("function");
+    if (id == c.end() || !id->is_string()) {
+      f.fail(missing_param(ct + ".id"));
+      return false;
+    }
+    if (fn == c.end() || !fn->is_object()) {
+      f.fail(missing_param(ct + ".function"));
+      return false;
+    }
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string()) {
+      f.fail(missing_param(ct + ".function.name"));
+      return false;
+    }
+    ToolCall call{id->get<std::string>(), name->get<std::string>(), "{}"};
+    auto args = fn->find("arguments");
+    if (args != fn->end() && !args->is_null()) {
+      if (args->is_string()) {
+        call.arguments = args->get<std::string>();
+      } else if (args->is_object()) {
+        call.arguments = args->dump();  // some clients send the object itself
+      } else {
+        f.fail(invalid_type(ct + ".function.arguments", "a string of JSON"));
+        return false;
+      }
+    }
+    ids.push_back(call.id);
+    msg.tool_calls.push_back(std::move(call));
+  }
+  return true;
+}
+
 void parse_messages(Fields& f, CompletionRequest& r, const ImageOptions& opts) {
+  std::vector<std::string> call_ids;
   const Json* msgs = f.get("messages");
   if (!msgs) return f.fail(missing_param("messages"));
   if (!msgs->is_array()) return f.fail(invalid_type("messages", "an array"));
@@ -413,17 +465,44 @@ void parse_messages(Fields& f, CompletionRequest& r, const ImageOptions& opts) {
     if (!role->is_string()) return f.fail(invalid_type(at + ".role", "a string"));
     std::string rs = role->get<std::string>();
     if (rs == "developer") rs = "system";  // OpenAI's newer name for system instructions
-    if (rs != "system" && rs != "user" && rs != "assistant") {
+    if (rs != "system" && rs != "user" && rs != "assistant" && rs != "tool") {
       return f.fail(invalid_value(at + ".role", "'" + role->get<std::string>() +
                                                     "' is not supported; expected one of "
                                                     "'system', 'developer', 'user', "
-                                                    "'assistant'."));
+                                                    "'assistant', 'tool'."));
     }
+    ChatMessage msg{rs, {}};
+    if (rs == "assistant" && !parse_tool_calls(m, at, f, msg, call_ids)) return;
     auto content = m.find("content");
-    if (content == m.end()) return f.fail(missing_param(at + ".content"));
-    auto c = message_content(*content, at + ".content", f, opts, r.n_images);
-    if (!c) return;
-    r.messages.push_back({rs, std::move(c->text), std::move(c->parts)});
+    // An assistant turn that only calls tools may have no content (null or absent).
+    if (content == m.end() && msg.tool_calls.empty()) {
+      return f.fail(missing_param(at + ".content"));
+    }
+    if (content != m.end()) {
+      if (rs == "tool" && !content->is_string() && !content->is_array()) {
+        return f.fail(invalid_type(at + ".content", "a string or an array of text parts"));
+      }
+      auto c = message_content(*content, at + ".content", f, opts, r.n_images);
+      if (!c) return;
+      if (rs == "tool" && c->n_images > 0) {
+        return f.fail(invalid_value(at + ".content", "a tool message carries text only."));
+      }
+      msg.content = std::move(c->text);
+      msg.parts = std::move(c->parts);
+    }
+    if (rs == "tool") {
+      auto id = m.find("tool_call_id");
+      if (id == m.end() || id->is_null()) return f.fail(missing_param(at + ".tool_call_id"));
+      if (!id->is_string()) return f.fail(invalid_type(at + ".tool_call_id", "a string"));
+      msg.tool_call_id = id->get<std::string>();
+      if (std::find(call_ids.begin(), call_ids.end(), msg.tool_call_id) == call_ids.end()) {
+        return f.fail(invalid_value(
+            at + ".tool_call_id",
+            "no earlier assistant message has a tool call with id '" + msg.tool_call_id + "'."));
+      }
+      if (auto n = m.find("name"); n != m.end() && n->is_string()) msg.name = n->get<std::string>();
+    }
+    r.messages.push_back(std::move(msg));
   }
 }
 
@@ -527,15 +606,22 @@ ApiResult<CompletionRequest> parse_chat_request(std::string_view body,
                                type->get<std::string>() + "'."));
     }
   }
-  if (const Json* tools = f.get("tools"); tools && !f.error) {
-    if (!tools->is_array()) {
-      f.fail(invalid_type("tools", "an array"));
-    } else if (!tools->empty()) {
-      f.fail(unsupported("tools", "tool calling is not supported by this server."));
+  if (!f.error) {
+    auto tools = parse_tools_request(j);
+    if (auto* e = std::get_if<ApiError>(&tools)) {
+      f.fail(std::move(*e));
+    } else {
+      r.tools = std::move(std::get<ToolsRequest>(tools));
     }
   }
+  if (r.tools.active() && (r.json_object || !r.config.json_schema.empty())) {
+    f.fail(invalid_value("response_format",
+                         "a JSON response_format cannot be combined with tools; use "
+                         "tool_choice 'none' or drop the response_format."));
+  }
   if (const Json* fns = f.get("functions"); fns && !f.error && !fns->empty()) {
-    f.fail(unsupported("functions", "function calling is not supported by this server."));
+    f.fail(unsupported("functions",
+                       "the deprecated 'functions' field is not supported; send 'tools'."));
   }
   if (f.error) return *f.error;
   return r;

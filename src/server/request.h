@@ -14,6 +14,7 @@
 
 #include "geniex/geniex.hpp"
 #include "server/api_error.h"
+#include "server/tool_calls.h"
 
 namespace geniex::server {
 
@@ -38,6 +39,10 @@ struct CompletionRequest {
   /// response_format {"type": "json_schema", ...}: the schema goes to config.json_schema.
   /// kChat: image parts in `messages` (those messages carry ChatMessage::parts in order).
   int n_images = 0;
+  /// kChat: tools, tool_choice, parallel_tool_calls.
+  ToolsRequest tools;
+  /// kChat: what the chat template gets besides the messages (set by the handler's tool plan).
+  ChatTemplateOptions chat_options;
 };
 
 /// Images a chat request may carry (more: 400).

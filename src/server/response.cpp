@@ -124,6 +124,38 @@ Json chat_completion_json(const ResponseMeta& meta, const std::string& text,
   return j;
 }
 
+Json tool_call_delta_json(size_t index, const ToolCall& call) {
+  Json fn = {{"name", call.name}, {"arguments", call.arguments}};
+  return Json{{"index", index}, {"id", call.id}, {"type", "function"}, {"function", std::move(fn)}};
+}
+
+Json chat_tool_completion_json(const ResponseMeta& meta, const std::string& content,
+                               const std::vector<ToolCall>& calls, std::string_view finish,
+                               const Usage& usage) {
+  Json j = meta_json(Endpoint::kChat, meta, false);
+  Json msg;
+  msg["role"] = "assistant";
+  msg["content"] = content.empty() && !calls.empty() ? Json(nullptr) : Json(content);
+  msg["refusal"] = nullptr;
+  if (!calls.empty()) {
+    Json arr = Json::array();
+    for (const ToolCall& c : calls) {
+      arr.push_back({{"id", c.id},
+                     {"type", "function"},
+                     {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    msg["tool_calls"] = std::move(arr);
+  }
+  Json choice;
+  choice["index"] = 0;
+  choice["message"] = std::move(msg);
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = finish;
+  j["choices"] = Json::array({std::move(choice)});
+  j["usage"] = usage_json(usage);
+  return j;
+}
+
 Json text_completion_json(const ResponseMeta& meta, const std::string& text,
                           std::string_view finish, const Usage& usage,
                           const std::optional<std::vector<LogprobEntry>>& logprobs) {
@@ -147,6 +179,7 @@ Json stream_chunk_json(Endpoint endpoint, const ResponseMeta& meta, const ChunkP
     Json delta = Json::object();
     if (parts.role) delta["role"] = "assistant";
     if (parts.content) delta["content"] = *parts.content;
+    if (parts.tool_calls) delta["tool_calls"] = *parts.tool_calls;
     choice["delta"] = std::move(delta);
     choice["logprobs"] = parts.logprobs ? chat_logprobs_json(*parts.logprobs) : Json(nullptr);
   } else {

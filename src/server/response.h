@@ -56,6 +56,14 @@ Json completion_logprobs_json(const std::vector<LogprobEntry>& entries, size_t o
 Json chat_completion_json(const ResponseMeta& meta, const std::string& text,
                           std::string_view finish, const Usage& usage,
                           const std::optional<std::vector<LogprobEntry>>& logprobs);
+/// A chat reply with tool calls: content null when empty, message.tool_calls with each call's
+/// arguments as JSON text. finish should be "tool_calls" when there are calls.
+Json chat_tool_completion_json(const ResponseMeta& meta, const std::string& content,
+                               const std::vector<ToolCall>& calls, std::string_view finish,
+                               const Usage& usage);
+/// Streamed tool calls: the delta entries of call `index` ({"index", "id", "type",
+/// "function": {"name", "arguments"}}).
+Json tool_call_delta_json(size_t index, const ToolCall& call);
 Json text_completion_json(const ResponseMeta& meta, const std::string& text,
                           std::string_view finish, const Usage& usage,
                           const std::optional<std::vector<LogprobEntry>>& logprobs);
@@ -68,7 +76,8 @@ struct ChunkParts {
   std::optional<std::string> content;
   std::optional<std::string_view> finish;
   std::optional<std::vector<LogprobEntry>> logprobs;
-  size_t text_offset = 0;  ///< completions: byte offset of `content` in the whole text
+  size_t text_offset = 0;          ///< completions: byte offset of `content` in the whole text
+  std::optional<Json> tool_calls;  ///< chat: the delta's tool_calls array
 };
 Json stream_chunk_json(Endpoint endpoint, const ResponseMeta& meta, const ChunkParts& parts,
                        bool include_usage);
