@@ -2,6 +2,7 @@
 // so the listener is invoked right here with this thread's JNIEnv: one byte[] per piece (deleted
 // after the call), and an exception thrown by the listener stops the generation and is left
 // pending, so Java rethrows it once the native method returns.
+#include <chrono>
 #include <span>
 #include <string>
 #include <utility>
@@ -220,6 +221,20 @@ jbyteArray native_apply_chat_template(JNIEnv* env, jclass, jlong model, jobjectA
       return nullptr;
     }
     return to_bytes(env, *r);
+  });
+}
+
+jlong native_upcall_nanos(JNIEnv* env, jclass, jobject sink, jint n) {
+  return guarded(env, jlong{0}, [&]() -> jlong {
+    const TokenCallback cb = listener_callback(env, sink);
+    const std::string piece = " token";  // a typical piece: a space and a word
+    const auto t0 = std::chrono::steady_clock::now();
+    for (jint i = 0; i < n; ++i) {
+      if (!cb(piece, 42)) break;
+    }
+    const auto t1 = std::chrono::steady_clock::now();
+    return static_cast<jlong>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
   });
 }
 

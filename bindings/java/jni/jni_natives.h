@@ -35,5 +35,7 @@ jbyteArray native_apply_chat_template(JNIEnv* env, jclass, jlong model, jobjectA
                                       jobjectArray contents, jintArray part_counts,
                                       jintArray part_types, jobjectArray part_texts,
                                       jobjectArray part_bytes, jboolean add_generation_prompt);
+/// Benchmark: n listener upcalls of one piece, as generate makes them; elapsed nanoseconds.
+jlong native_upcall_nanos(JNIEnv* env, jclass, jobject sink, jint n);
 
 }  // namespace geniex::jni

@@ -49,4 +49,6 @@ final class NativeBridge {
   static native byte[] applyChatTemplate(long model, byte[][] roles, byte[][] contents,
       int[] partCounts, int[] partTypes, byte[][] partTexts, byte[][] partBytes,
       boolean addGenerationPrompt);
+
+  static native long upcallNanos(PieceSink sink, int n);
 }
