@@ -315,6 +315,10 @@ struct ModelInfo {
   /// The text that marks an image's place in a raw prompt (generate with images), e.g.
   /// "<image>" for LFM2-VL; empty without an mmproj.
   std::string image_marker;
+  /// How embed() pools by default (Pooling::kModel resolved): "mean", "cls", "last", "none".
+  std::string pooling;
+  /// An encoder that only embeds (bert): generate(), chat() and logits() fail.
+  bool embedding_only = false;
 };
 
 /// How the CPU backend computes: tuning for benchmarks, tests and unusual hosts. The defaults are
@@ -384,6 +388,41 @@ struct ImageStats {
   double prepare_ms = 0.0;
 };
 
+/// How embed() turns a text's per-token hidden states into one vector.
+enum class Pooling {
+  kModel,  ///< as the GGUF declares (`<arch>.pooling_type`); mean when it declares none
+  kNone,   ///< no pooling: every token's vector, one after another (n_tokens x n_embd)
+  kMean,   ///< the mean over the text's tokens
+  kCls,    ///< the first token's (BERT's [CLS])
+  kLast,   ///< the last token's
+};
+/// "model", "none", "mean", "cls", "last" -> the pooling; anything else is kInvalidArgument.
+Result<Pooling> parse_pooling(std::string_view name);
+/// "model", "none", "mean", "cls", "last".
+std::string_view pooling_name(Pooling p);
+
+/// Settings of one embed() call.
+struct EmbeddingConfig {
+  Pooling pooling = Pooling::kModel;
+  /// Scale each vector (with kNone: each token's) to unit L2 length.
+  bool normalize = true;
+  /// embed(texts) only: add the vocabulary's automatic specials (BOS, BERT's [CLS] ... [SEP]).
+  bool add_special = true;
+  /// > 0: keep only the first `dimensions` values of each vector (Matryoshka truncation),
+  /// renormalised when normalize is on. Must not exceed info().n_embd.
+  int32_t dimensions = 0;
+};
+
+/// The vectors of one embed() call, one per input in order.
+struct Embeddings {
+  std::vector<std::vector<float>> vectors;
+  std::vector<int32_t> n_tokens;     ///< tokens of each input
+  int32_t n_dims = 0;                ///< values per vector (per token with Pooling::kNone)
+  Pooling pooling = Pooling::kMean;  ///< the pooling applied (never kModel)
+  int32_t prompt_tokens = 0;         ///< tokens of every input together
+  double ms = 0.0;                   ///< wall time of the forward passes
+};
+
 class ModelBuilder;
 
 /// A loaded model with one conversation context. Movable, not copyable.
@@ -450,6 +489,16 @@ class Model {
   Status save_state(const std::string& path);
   /// Replaces the cached context with a saved one; the next generate() whose prompt starts with
   /// its tokens reuses them. kDataLoss for a corrupt or truncated file, kInvalidArgument for a
+  /// Embeds each text: the model's final hidden states (a decoder's final norm output, an
+  /// encoder's last layer) pooled per text, normalised unless config.normalize is off. Inputs
+  /// run batched (several texts per forward pass, each attending only to itself). Errors: an
+  /// empty list or an empty input, an input longer than the context (kOutOfRange), bad config.
+  /// Encoder-only models (bert) do nothing but this (and tokenize / detokenize).
+  Result<Embeddings> embed(std::span<const std::string> texts, const EmbeddingConfig& config = {});
+  /// The same from token ids.
+  Result<Embeddings> embed(std::span<const std::vector<int32_t>> inputs,
+                           const EmbeddingConfig& config = {});
+
   /// file from another model, KV type or version.
   Status load_state(const std::string& path);
   /// The tokens of the cached context.
@@ -541,6 +590,11 @@ class ModelBuilder {
   [[nodiscard]] Result<Model> build() const;
 
  private:
+  /// The units and scheduler of `impl` (returns the load's warnings).
+  Result<std::vector<std::string>> make_scheduler(Model::Impl& impl) const;
+  /// build() for an encoder that only embeds (bert).
+  Result<Model> build_encoder(std::unique_ptr<Model::Impl> impl) const;
+
   std::string path_;
   Device device_ = Device::automatic();
   int32_t n_ctx_ = 4096;

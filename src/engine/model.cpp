@@ -24,16 +24,20 @@ Model::~Model() = default;
 
 const ModelInfo& Model::info() const { return impl_->info; }
 
-void Model::reset() { impl_->batch->reset(); }
+void Model::reset() {
+  if (impl_->batch) impl_->batch->reset();
+}
 
 Status Model::save_state(const std::string& path) {
   Impl& m = *impl_;
+  if (!m.batch) return m.encoder_only_error("save_state");
   return m.batch->with_last_sequence(
       [&](runtime::KvManager::SeqId seq) { return m.kv->save(seq, path, m.state_fingerprint()); });
 }
 
 Status Model::load_state(const std::string& path) {
   Impl& m = *impl_;
+  if (!m.batch) return m.encoder_only_error("load_state");
   return m.batch->with_idle_sequence([&](runtime::KvManager::SeqId seq) {
     GENIEX_TRY(m.kv->load(seq, path, m.state_fingerprint()));
     // A conversation with images holds image keys (engine/image_prompt.h) at image positions.
@@ -48,6 +52,7 @@ Status Model::load_state(const std::string& path) {
 std::vector<int32_t> Model::cached_tokens() const {
   std::vector<int32_t> out;
   Impl& m = *impl_;
+  if (!m.batch) return out;
   (void)m.batch->with_last_sequence([&](runtime::KvManager::SeqId seq) {
     const auto t = m.kv->tokens(seq);
     out.assign(t.begin(), t.end());
@@ -59,6 +64,7 @@ std::vector<int32_t> Model::cached_tokens() const {
 KvStats Model::kv_stats() const {
   KvStats k;
   Impl& m = *impl_;
+  if (!m.batch) return k;
   (void)m.batch->with_last_sequence([&](runtime::KvManager::SeqId seq) {
     const auto st = m.kv->stats();
     k.bytes_per_token = static_cast<int64_t>(m.kv->bytes_per_token());
@@ -76,6 +82,7 @@ KvStats Model::kv_stats() const {
 }
 
 EngineStats Model::engine_stats() const {
+  if (!impl_->batch) return {};
   const auto s = impl_->batch->stats();
   EngineStats e{s.steps, s.batched_tokens, s.active, s.queued, 0, 0};
   impl_->batch->exclusive([&] {
@@ -94,6 +101,7 @@ ImageStats Model::image_stats() const {
 std::string Model::explain_placement() const {
   std::string out;
   Impl& m = *impl_;
+  if (!m.batch) return "encoder-only model: " + m.info.placement + "\n";
   m.batch->exclusive([&] { out = m.explain_placement(); });
   return out;
 }
@@ -299,6 +307,7 @@ Result<std::vector<float>> Model::logits(std::span<const int32_t> tokens, int32_
 Result<std::vector<float>> Model::Impl::logits(std::span<const int32_t> tokens,
                                                std::shared_ptr<engine::PromptImages> images,
                                                int32_t first_row) {
+  if (!batch) return encoder_only_error("logits");
   if (tokens.empty()) return invalid_argument("logits: no tokens");
   if (first_row < 0 || static_cast<size_t>(first_row) >= tokens.size()) {
     return invalid_argument("logits: first_row " + std::to_string(first_row) + " outside the " +
@@ -439,6 +448,7 @@ Result<Generation> Model::Impl::generate(std::span<const int32_t> prompt,
                                          std::shared_ptr<engine::PromptImages> images,
                                          const GenerationConfig& gc,
                                          const TokenCallback& on_token) {
+  if (!batch) return encoder_only_error("generate");
   Impl& m = *this;
   if (gc.max_tokens < 0) {
     return invalid_argument("max_tokens must be >= 0, got " + std::to_string(gc.max_tokens));

@@ -10,7 +10,9 @@
 #include "core/thread_pool.h"
 #include "engine/backend_set.h"
 #include "engine/chat_template_loader.h"
+#include "engine/embedder.h"
 #include "engine/model_impl.h"
+#include "models/bert_model.h"
 #include "models/forward_graph.h"
 #include "tokenizer/chat_template_source.h"
 
@@ -192,6 +194,30 @@ runtime::DevicePreference preference_of(Device d) {
 
 }  // namespace
 
+Result<std::vector<std::string>> ModelBuilder::make_scheduler(Model::Impl& impl) const {
+  auto log = log_;
+  engine::BackendSetOptions bso;
+  bso.device = device_;
+  bso.n_threads = n_threads_;
+  bso.plugin_dir = plugin_dir_;
+  bso.npu_config = npu_config_;
+  bso.deterministic = deterministic_;
+  bso.tuning = tuning_;
+  bso.log = [log](const std::string& line) {
+    if (log) log(line);
+  };
+  std::vector<std::string> warnings;
+  bso.warnings = &warnings;
+  GENIEX_ASSIGN_OR_RETURN(auto list, engine::make_backends(bso));
+  GENIEX_ASSIGN_OR_RETURN(runtime::Scheduler sched,
+                          runtime::Scheduler::create(std::move(list), preference_of(device_),
+                                                     [log](const std::string& line) {
+                                                       if (log) log(line);
+                                                     }));
+  impl.scheduler.emplace(std::move(sched));
+  return warnings;
+}
+
 Result<Model> ModelBuilder::build() const {
   if (n_ctx_ < 0) {
     return invalid_argument(
@@ -217,6 +243,7 @@ Result<Model> ModelBuilder::build() const {
   auto impl = std::make_unique<Model::Impl>();
   GENIEX_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path_));
   impl->file = std::make_unique<gguf::GgufFile>(std::move(file));
+  if (models::is_bert(*impl->file)) return build_encoder(std::move(impl));
   GENIEX_ASSIGN_OR_RETURN(impl->config, models::load_config(*impl->file));
   GENIEX_ASSIGN_OR_RETURN(impl->weights, models::bind_weights(*impl->file, impl->config));
   GENIEX_ASSIGN_OR_RETURN(impl->tok, tokenizer::Tokenizer::from_gguf(*impl->file));
@@ -283,26 +310,7 @@ Result<Model> ModelBuilder::build() const {
   impl->overflow = overflow_;
   impl->shift_keep = n_keep_;
 
-  auto log = log_;
-  engine::BackendSetOptions bso;
-  bso.device = device_;
-  bso.n_threads = n_threads_;
-  bso.plugin_dir = plugin_dir_;
-  bso.npu_config = npu_config_;
-  bso.deterministic = deterministic_;
-  bso.tuning = tuning_;
-  bso.log = [log](const std::string& line) {
-    if (log) log(line);
-  };
-  std::vector<std::string> warnings;
-  bso.warnings = &warnings;
-  GENIEX_ASSIGN_OR_RETURN(auto list, engine::make_backends(bso));
-  GENIEX_ASSIGN_OR_RETURN(runtime::Scheduler sched,
-                          runtime::Scheduler::create(std::move(list), preference_of(device_),
-                                                     [log](const std::string& line) {
-                                                       if (log) log(line);
-                                                     }));
-  impl->scheduler.emplace(std::move(sched));
+  GENIEX_ASSIGN_OR_RETURN(std::vector<std::string> warnings, make_scheduler(*impl));
   impl->n_batch = n_batch_;
   impl->runner = std::make_unique<engine::StepRunner>(impl->config, impl->weights, *impl->scheduler,
                                                       *impl->kv);
@@ -362,6 +370,9 @@ Result<Model> ModelBuilder::build() const {
     }
     for (const auto& n : placement.notes) info.placement += " (" + n + ")";
   }
+  impl->embedder = std::make_unique<engine::Embedder>(impl->config, impl->weights,
+                                                      engine::declared_pooling(*impl->file));
+  info.pooling = std::string(pooling_name(impl->embedder->declared_pooling()));
   engine::BatchEngineOptions bo;
   bo.n_batch = impl->n_batch;
   bo.n_ctx = n_ctx;

@@ -12,6 +12,7 @@
 
 #include "core/status.h"
 #include "engine/batch_engine.h"
+#include "engine/embedder.h"
 #include "engine/image_prompt.h"
 #include "engine/step_runner.h"
 #include "engine/vision_encoder.h"
@@ -90,6 +91,13 @@ struct Model::Impl {
   Result<Generation> generate(std::span<const int32_t> prompt,
                               std::shared_ptr<engine::PromptImages> images,
                               const GenerationConfig& config, const TokenCallback& on_token);
+
+  /// Embedding requests (every model); an encoder-only model (bert) has nothing else: no KV,
+  /// runner or batch engine.
+  std::unique_ptr<engine::Embedder> embedder;
+  std::mutex embed_mu;  ///< one embed() at a time on the scheduler
+  /// kFailedPrecondition for what an encoder-only model cannot do.
+  [[nodiscard]] Status encoder_only_error(std::string_view what) const;
 
   /// Declared last: destroyed first (its thread uses kv and runner).
   std::unique_ptr<engine::BatchEngine> batch;

@@ -116,7 +116,7 @@ Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& 
 
   OpParams ap;
   ap.attn.scale = cfg.attn_scale;
-  ap.attn.causal = true;
+  ap.attn.causal = !fg.bidirectional;
   ap.attn.sliding_window = cfg.layer_is_sliding(il) ? static_cast<int32_t>(cfg.sliding_window) : 0;
   ap.attn.softcap = cfg.attn_logit_softcap;
   std::vector<NodeId> attn_in = {q, k, v, pos, pos};
@@ -130,6 +130,8 @@ Result<NodeId> attention_block(Builder& b, ForwardGraph& fg, const ModelConfig& 
     GENIEX_ASSIGN_OR_RETURN(v, b.op(OpKind::kCacheWrite, {fg.v_cache[il], v, fg.kv_slots[il]}));
     attn_in = {q, k, v, pos, fg.kv_pos[il], fg.kv_rows[il]};
     if (!fg.kv_seg.empty()) attn_in.push_back(fg.kv_seg[il]);
+  } else if (fg.seq_seg != kNoNode) {  // several sequences in the batch, no cache
+    attn_in = {q, k, v, pos, pos, fg.seq_rows, fg.seq_seg};
   }
   GENIEX_ASSIGN_OR_RETURN(NodeId a, b.op(OpKind::kAttention, attn_in, ap));
   if (!fg.k_cache.empty()) {
@@ -266,6 +268,16 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
           graph::make_desc(spec.kv_type, cfg.head_dim_v, n_kv_head, rows), "cache_v" + l);
     }
   }
+  fg.bidirectional = spec.bidirectional;
+  if (spec.batch_segments) {
+    if (!spec.kv_list.empty() || cfg.has_recurrent_state()) {
+      return invalid_argument(
+          "build_forward_graph: batch segments need a model without recurrent state and no KV "
+          "cache");
+    }
+    fg.seq_rows = fg.graph.add_input(graph::make_desc(GgmlType::kI32, T), "seq_rows");
+    fg.seq_seg = fg.graph.add_input(graph::make_desc(GgmlType::kI32, 2, T), "seq_seg");
+  }
   fg.n_outputs = spec.n_outputs < 0 ? n_tokens : spec.n_outputs;
   if (spec.n_outputs >= 0) {
     if (spec.n_outputs < 1 || spec.n_outputs > n_tokens) {
@@ -323,6 +335,11 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
 
   fg.graph.begin_stage(static_cast<int32_t>(cfg.n_layer) + 1, "output");
   GENIEX_ASSIGN_OR_RETURN(x, b.rms_norm(x, w.output_norm));
+  if (spec.hidden_only) {
+    fg.hidden = x;
+    fg.logits = x;
+    return fg;
+  }
   GENIEX_ASSIGN_OR_RETURN(x, b.linear(x, w.output, w.output_b));
   if (cfg.final_logit_softcap > 0.0f) {
     OpParams cp;

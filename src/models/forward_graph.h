@@ -73,6 +73,15 @@ struct ForwardSpec {
   /// starts as embedding * keep + inject, after any embedding scale (transformers scatters
   /// image features into inputs_embeds, which already carry it).
   bool inject = false;
+  /// Embeddings: the graph ends at the final norm; node `hidden` [n_embd, n_outputs] is its
+  /// output and there is no output head (`logits` is `hidden`).
+  bool hidden_only = false;
+  /// Without kv_list: the batch holds several sequences, each attending only to its own tokens:
+  /// inputs `seq_rows` [n_tokens] I32 (0 .. n_tokens-1) and `seq_seg` [2, n_tokens] I32 (each
+  /// token's [begin, end) batch rows). Models with short-conv layers (lfm2) cannot: one sequence.
+  bool batch_segments = false;
+  /// Attention sees every key of the sequence, not only earlier positions (embedding models).
+  bool bidirectional = false;
 };
 
 /// A forward graph over `n_tokens` tokens; positions are an input, so any offset works.
@@ -84,6 +93,9 @@ struct ForwardGraph {
   graph::NodeId output_rows = 0;        ///< input I32 [n_outputs] when n_outputs >= 0
   graph::NodeId embd_keep = kNoNode;    ///< with ForwardSpec::inject: input F32 [1, n_tokens]
   graph::NodeId embd_inject = kNoNode;  ///< with ForwardSpec::inject: input F32 [n_embd, n_tokens]
+  graph::NodeId hidden = kNoNode;       ///< with ForwardSpec::hidden_only: F32 [n_embd, n_outputs]
+  graph::NodeId seq_rows = kNoNode;     ///< with ForwardSpec::batch_segments: input I32 [n_tokens]
+  graph::NodeId seq_seg = kNoNode;  ///< with ForwardSpec::batch_segments: input I32 [2, n_tokens]
   /// Per layer (with a KV cache): inputs I32 kv_slots [n_tokens] (state row of each new token),
   /// kv_rows and kv_pos [kv_list[il]], kv_seg [2, n_tokens] (with spec.segments); the K and V
   /// state nodes; the layer's first CacheWrite (run hooks that page the layer's cache in there).
@@ -97,7 +109,8 @@ struct ForwardGraph {
   /// kNoNode on conv layers).
   graph::NodeId conv_seq = kNoNode;
   std::vector<graph::NodeId> conv_state, conv_state_out, conv_u;
-  KvRotation kv_rotation;  ///< the rotation around the cache (kv_rotation(config, kv_type))
+  KvRotation kv_rotation;      ///< the rotation around the cache (kv_rotation(config, kv_type))
+  bool bidirectional = false;  ///< ForwardSpec::bidirectional
   int32_t n_tokens = 0;
   int32_t n_outputs = 0;  ///< rows of `logits`
   uint32_t n_vocab = 0;

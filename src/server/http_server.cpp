@@ -12,6 +12,7 @@
 
 #include "server/access_log.h"
 #include "server/completion_handler.h"
+#include "server/embeddings_handler.h"
 #include "server/response.h"
 #include "server/router.h"
 #include "server/routes_info.h"

@@ -136,7 +136,8 @@ std::string route_label(std::string_view path) {
                                                  "/props",
                                                  "/v1/models",
                                                  "/v1/chat/completions",
-                                                 "/v1/completions"};
+                                                 "/v1/completions",
+                                                 "/v1/embeddings"};
   for (const auto r : kRoutes) {
     if (path == r) return std::string(r);
   }
