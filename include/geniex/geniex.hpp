@@ -452,6 +452,9 @@ class Model {
   /// only the new tokens).
   Result<Generation> chat(std::span<const ChatMessage> messages,
                           const GenerationConfig& config = {}, const TokenCallback& on_token = {});
+  /// chat() with tools, template variables and a reply prefix (see ChatTemplateOptions).
+  Result<Generation> chat(std::span<const ChatMessage> messages, const ChatTemplateOptions& options,
+                          const GenerationConfig& config = {}, const TokenCallback& on_token = {});
 
   /// The tokens chat() feeds the model for `messages` (template with the generation prompt,
   /// special tokens parsed, BOS added when the template does not write it).
@@ -462,6 +465,11 @@ class Model {
   /// array / object, the template's own raise_exception (kInvalidArgument).
   [[nodiscard]] Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
                                                         bool add_generation_prompt = true) const;
+  [[nodiscard]] Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
+                                                        bool add_generation_prompt,
+                                                        const ChatTemplateOptions& options) const;
+  /// The chat template's source text ("" when the model has none).
+  [[nodiscard]] const std::string& chat_template_source() const;
   [[nodiscard]] Result<std::vector<int32_t>> tokenize(std::string_view text,
                                                       bool add_special = true,
                                                       bool parse_special = false) const;
@@ -481,14 +489,6 @@ class Model {
   Result<std::vector<float>> logits(std::string_view prompt, std::span<const Image> images,
                                     int32_t first_row = 0);
 
-  /// Forgets the cached context.
-  void reset();
-
-  /// Writes the cached context (tokens and KV) to `path`, to resume later or in another process
-  /// (a versioned file with a checksum).
-  Status save_state(const std::string& path);
-  /// Replaces the cached context with a saved one; the next generate() whose prompt starts with
-  /// its tokens reuses them. kDataLoss for a corrupt or truncated file, kInvalidArgument for a
   /// Embeds each text: the model's final hidden states (a decoder's final norm output, an
   /// encoder's last layer) pooled per text, normalised unless config.normalize is off. Inputs
   /// run batched (several texts per forward pass, each attending only to itself). Errors: an
@@ -499,13 +499,18 @@ class Model {
   Result<Embeddings> embed(std::span<const std::vector<int32_t>> inputs,
                            const EmbeddingConfig& config = {});
 
+  /// Forgets the cached context.
+  void reset();
+
+  /// Writes the cached context (tokens and KV) to `path`, to resume later or in another process
+  /// (a versioned file with a checksum).
+  Status save_state(const std::string& path);
+  /// Replaces the cached context with a saved one; the next generate() whose prompt starts with
+  /// its tokens reuses them. kDataLoss for a corrupt or truncated file, kInvalidArgument for a
   /// file from another model, KV type or version.
   Status load_state(const std::string& path);
   /// The tokens of the cached context.
   [[nodiscard]] std::vector<int32_t> cached_tokens() const;
-  /// chat() with tools, template variables and a reply prefix (see ChatTemplateOptions).
-  Result<Generation> chat(std::span<const ChatMessage> messages, const ChatTemplateOptions& options,
-                          const GenerationConfig& config = {}, const TokenCallback& on_token = {});
   [[nodiscard]] KvStats kv_stats() const;
   [[nodiscard]] EngineStats engine_stats() const;
   /// Zero for a text model.
@@ -514,11 +519,6 @@ class Model {
   /// The capability table of every unit for this model's ops and where each stage of a decode
   /// step and of a prefill step runs, with the reasons units were passed over.
   [[nodiscard]] std::string explain_placement() const;
-  [[nodiscard]] Result<std::string> apply_chat_template(std::span<const ChatMessage> messages,
-                                                        bool add_generation_prompt,
-                                                        const ChatTemplateOptions& options) const;
-  /// The chat template's source text ("" when the model has none).
-  [[nodiscard]] const std::string& chat_template_source() const;
   /// Per placement segment: runs, time and boundary copies (`geniex bench --profile`).
   [[nodiscard]] std::vector<StageTiming> stage_timings() const;
   void reset_stage_timings();

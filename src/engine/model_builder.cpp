@@ -256,6 +256,7 @@ Result<Model> ModelBuilder::build() const {
                                    tk.eos() >= 0 ? tk.token_text(tk.eos()) : ""));
     impl->chat_template = std::move(loaded.parsed);
     impl->chat_template_error = loaded.error;
+    impl->chat_template_text = t->text;
     template_origin =
         t->origin == tokenizer::ChatTemplateOrigin::kFile ? "file" : "builtin:" + t->family;
   }
@@ -283,7 +284,6 @@ Result<Model> ModelBuilder::build() const {
   if (n_keep_ < 0 || n_keep_ >= n_ctx / 2) {
     return invalid_argument("context shift keeps " + std::to_string(n_keep_) +
                             " tokens; it must be in [0, n_ctx / 2 = " + std::to_string(n_ctx / 2) +
-    impl->chat_template_text = t->text;
                             ")");
   }
   runtime::KvManagerSpec spec;

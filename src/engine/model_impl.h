@@ -37,8 +37,8 @@ struct Model::Impl {
   /// Parsed once at load; nullopt when none is known or it does not parse.
   std::optional<jinja::Template> chat_template;
   Status chat_template_error;  ///< why the file's template does not parse (chat fails with it)
-  std::optional<runtime::Scheduler> scheduler;
   std::string chat_template_text;  ///< the template's source ("" when none is known)
+  std::optional<runtime::Scheduler> scheduler;
   std::unique_ptr<runtime::KvManager> kv;
   std::unique_ptr<engine::StepRunner> runner;
   int32_t n_batch = 512;

@@ -106,12 +106,12 @@ class HttpServer::Service final : public HttpService {
     router_.add("POST", "/v1/completions", [&st](HttpRequest& req, std::string_view) {
       return handle_completion(st, req, Endpoint::kCompletion);
     });
-    add_info_routes(router_, st);
     router_.add("POST", "/apply-template", [&st](HttpRequest& req, std::string_view) {
       return handle_apply_template(st, req);
     });
     router_.add("POST", "/v1/embeddings",
                 [&st](HttpRequest& req, std::string_view) { return handle_embeddings(st, req); });
+    add_info_routes(router_, st);
   }
 
   std::optional<HttpResponse> screen(const HttpRequest& head) override {
