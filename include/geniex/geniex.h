@@ -248,6 +248,37 @@ GENIEX_API geniex_timings geniex_generation_timings(const geniex_generation* gen
 /** Releases `gen`; NULL is a no-op. */
 GENIEX_API void geniex_generation_free(geniex_generation* gen);
 
+/** The vectors of one geniex_embed / geniex_embed_tokens call (release with
+ *  geniex_embeddings_free). */
+typedef struct geniex_embeddings geniex_embeddings;
+
+/** Embeds `n_texts` NUL-terminated texts (tokenized with the vocabulary's specials): one vector
+ *  each, the model's final hidden states pooled per text, as geniex::Model::embed.
+ *  `pooling`: NULL or "model" (as the GGUF declares; mean when it declares none), "mean", "cls",
+ *  "last" or "none" (every token's vector, one after another). `normalize` nonzero: unit L2
+ *  length. `dimensions` > 0 keeps the first values of each vector (renormalised); 0 = all.
+ *  Errors: NULL arguments, no texts, an empty text, an unknown pooling (INVALID_ARGUMENT), a
+ *  text longer than the context (OUT_OF_RANGE). The model stays usable after an error. */
+GENIEX_API int geniex_embed(geniex_model* model, const char* const* texts, size_t n_texts,
+                            const char* pooling, int normalize, int32_t dimensions,
+                            geniex_embeddings** out, geniex_error** err);
+/** The same from token ids: input i is tokens[i][0 .. n_tokens[i]). Ids outside the vocabulary
+ *  are INVALID_ARGUMENT. */
+GENIEX_API int geniex_embed_tokens(geniex_model* model, const int32_t* const* tokens,
+                                   const size_t* n_tokens, size_t n_inputs, const char* pooling,
+                                   int normalize, int32_t dimensions, geniex_embeddings** out,
+                                   geniex_error** err);
+/** Number of vectors (one per input); 0 for NULL. */
+GENIEX_API size_t geniex_embeddings_count(const geniex_embeddings* e);
+/** Floats of vector `i` (n_dims, or n_tokens x n_dims with pooling "none"); 0 when out of range. */
+GENIEX_API size_t geniex_embeddings_size(const geniex_embeddings* e, size_t i);
+/** Vector `i`; NULL when out of range. Valid until geniex_embeddings_free. */
+GENIEX_API const float* geniex_embeddings_vector(const geniex_embeddings* e, size_t i);
+/** Tokens of every input together. */
+GENIEX_API int32_t geniex_embeddings_prompt_tokens(const geniex_embeddings* e);
+/** Releases `e`; NULL is a no-op. */
+GENIEX_API void geniex_embeddings_free(geniex_embeddings* e);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

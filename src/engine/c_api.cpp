@@ -36,6 +36,10 @@ struct geniex_generation {
   geniex::Generation gen;
 };
 
+struct geniex_embeddings {
+  geniex::Embeddings e;
+};
+
 namespace {
 
 using geniex::Status;
@@ -441,3 +445,96 @@ void geniex_generation_free(geniex_generation* gen) {
 }
 
 }  // extern "C"
+
+namespace {
+
+int embed_config(const char* pooling, int normalize, int32_t dimensions,
+                 geniex::EmbeddingConfig* cfg, geniex_error** err) {
+  if (pooling != nullptr) {
+    auto p = geniex::parse_pooling(pooling);
+    if (!p.ok()) return fail(err, p.status());
+    cfg->pooling = *p;
+  }
+  cfg->normalize = normalize != 0;
+  cfg->dimensions = dimensions;
+  return GENIEX_OK;
+}
+
+int deliver_embeddings(geniex::Result<geniex::Embeddings> r, geniex_embeddings** out,
+                       geniex_error** err) {
+  if (!r.ok()) return fail(err, r.status());
+  auto e = std::make_unique<geniex_embeddings>();
+  e->e = std::move(*r);
+  *out = e.release();
+  return GENIEX_OK;
+}
+
+}  // namespace
+
+int geniex_embed(geniex_model* model, const char* const* texts, size_t n_texts, const char* pooling,
+                 int normalize, int32_t dimensions, geniex_embeddings** out, geniex_error** err) {
+  if (out != nullptr) *out = nullptr;
+  return guarded(err, [&]() -> int {
+    if (model == nullptr) return invalid(err, "geniex_embed: model is NULL");
+    if (texts == nullptr && n_texts > 0) return invalid(err, "geniex_embed: texts is NULL");
+    if (out == nullptr) return invalid(err, "geniex_embed: out is NULL");
+    std::vector<std::string> in;
+    in.reserve(n_texts);
+    for (size_t i = 0; i < n_texts; ++i) {
+      if (texts[i] == nullptr) {
+        return invalid(err, ("geniex_embed: texts[" + std::to_string(i) + "] is NULL").c_str());
+      }
+      in.emplace_back(texts[i]);
+    }
+    geniex::EmbeddingConfig cfg;
+    if (int rc = embed_config(pooling, normalize, dimensions, &cfg, err); rc != GENIEX_OK) {
+      return rc;
+    }
+    return deliver_embeddings(model->model.embed(std::span<const std::string>(in), cfg), out, err);
+  });
+}
+
+int geniex_embed_tokens(geniex_model* model, const int32_t* const* tokens, const size_t* n_tokens,
+                        size_t n_inputs, const char* pooling, int normalize, int32_t dimensions,
+                        geniex_embeddings** out, geniex_error** err) {
+  if (out != nullptr) *out = nullptr;
+  return guarded(err, [&]() -> int {
+    if (model == nullptr) return invalid(err, "geniex_embed_tokens: model is NULL");
+    if ((tokens == nullptr || n_tokens == nullptr) && n_inputs > 0) {
+      return invalid(err, "geniex_embed_tokens: tokens or n_tokens is NULL");
+    }
+    if (out == nullptr) return invalid(err, "geniex_embed_tokens: out is NULL");
+    std::vector<std::vector<int32_t>> in(n_inputs);
+    for (size_t i = 0; i < n_inputs; ++i) {
+      if (tokens[i] == nullptr && n_tokens[i] > 0) {
+        return invalid(err,
+                       ("geniex_embed_tokens: tokens[" + std::to_string(i) + "] is NULL").c_str());
+      }
+      if (n_tokens[i] > 0) in[i].assign(tokens[i], tokens[i] + n_tokens[i]);
+    }
+    geniex::EmbeddingConfig cfg;
+    if (int rc = embed_config(pooling, normalize, dimensions, &cfg, err); rc != GENIEX_OK) {
+      return rc;
+    }
+    return deliver_embeddings(model->model.embed(std::span<const std::vector<int32_t>>(in), cfg),
+                              out, err);
+  });
+}
+
+size_t geniex_embeddings_count(const geniex_embeddings* e) {
+  return e != nullptr ? e->e.vectors.size() : 0;
+}
+
+size_t geniex_embeddings_size(const geniex_embeddings* e, size_t i) {
+  return e != nullptr && i < e->e.vectors.size() ? e->e.vectors[i].size() : 0;
+}
+
+const float* geniex_embeddings_vector(const geniex_embeddings* e, size_t i) {
+  return e != nullptr && i < e->e.vectors.size() ? e->e.vectors[i].data() : nullptr;
+}
+
+int32_t geniex_embeddings_prompt_tokens(const geniex_embeddings* e) {
+  return e != nullptr ? e->e.prompt_tokens : 0;
+}
+
+void geniex_embeddings_free(geniex_embeddings* e) { delete e; }

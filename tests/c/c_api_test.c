@@ -1,5 +1,6 @@
 /* Tests of the C ABI (geniex/geniex.h), written in C to prove the header is plain C.
  * Uses the tiny random-weight Qwen2 model; GENIEX_SOURCE_DIR locates the repository. */
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -426,6 +427,75 @@ static void test_prompt_too_long(const char* path) {
   geniex_model_free(small);
 }
 
+/* The tiny BERT encoder: one unit-length vector per text, a batch equal to single calls, token
+ * arrays equal to the texts' tokens, pooling "none" gives a vector per token, and the errors. */
+static void test_embed(const char* dir) {
+  char bert_path[4096];
+  const char* texts[3] = {"the cat sat on the mat", "hello world", "x"};
+  geniex_embeddings* all = NULL;
+  geniex_embeddings* one = NULL;
+  geniex_error* err = NULL;
+  geniex_model* bert = NULL;
+  size_t i = 0, c = 0;
+  snprintf(bert_path, sizeof(bert_path), "%s/tests/data/embed/tiny-bert-f32.gguf", dir);
+  bert = load(bert_path, 128);
+  if (bert == NULL) return;
+  CHECK_OK(geniex_embed(bert, texts, 3, NULL, 1, 0, &all, &err), err);
+  CHECK(geniex_embeddings_count(all) == 3);
+  CHECK(geniex_embeddings_prompt_tokens(all) == 8 + 4 + 3); /* [CLS] ... [SEP] */
+  for (i = 0; i < 3; ++i) {
+    double n = 0.0;
+    const float* v = geniex_embeddings_vector(all, i);
+    CHECK(geniex_embeddings_size(all, i) == 64);
+    for (c = 0; c < 64 && v != NULL; ++c) n += (double)v[c] * v[c];
+    CHECK(fabs(n - 1.0) < 1e-5);
+    CHECK_OK(geniex_embed(bert, &texts[i], 1, "model", 1, 0, &one, &err), err);
+    for (c = 0; c < 64 && v != NULL && one != NULL; ++c) {
+      CHECK(fabs(v[c] - geniex_embeddings_vector(one, 0)[c]) < 1e-5);
+    }
+    geniex_embeddings_free(one);
+    one = NULL;
+  }
+  {
+    /* "hello world" as ids ([CLS] hello world [SEP]): the same vector as the text. */
+    int32_t ids[16];
+    const int32_t* rows[1];
+    size_t n_ids = 0;
+    int32_t* toks = NULL;
+    CHECK_OK(geniex_tokenize(bert, texts[1], 1, 0, &toks, &n_ids, &err), err);
+    CHECK(n_ids == 4);
+    for (i = 0; i < n_ids && i < 16; ++i) ids[i] = toks[i];
+    geniex_tokens_free(toks);
+    rows[0] = ids;
+    CHECK_OK(geniex_embed_tokens(bert, rows, &n_ids, 1, "mean", 1, 0, &one, &err), err);
+    for (c = 0; c < 64 && one != NULL; ++c) {
+      CHECK(fabs(geniex_embeddings_vector(one, 0)[c] - geniex_embeddings_vector(all, 1)[c]) < 1e-6);
+    }
+    geniex_embeddings_free(one);
+    one = NULL;
+    CHECK_OK(geniex_embed_tokens(bert, rows, &n_ids, 1, "none", 0, 16, &one, &err), err);
+    CHECK(geniex_embeddings_size(one, 0) == 4 * 16);
+    geniex_embeddings_free(one);
+    one = NULL;
+    ids[1] = 1000000; /* outside the vocabulary */
+    CHECK(geniex_embed_tokens(bert, rows, &n_ids, 1, NULL, 1, 0, &one, &err) ==
+          GENIEX_ERR_INVALID_ARGUMENT);
+    CHECK(one == NULL);
+    geniex_error_free(err);
+    err = NULL;
+  }
+  CHECK(geniex_embed(bert, texts, 3, "max", 1, 0, &one, NULL) == GENIEX_ERR_INVALID_ARGUMENT);
+  CHECK(geniex_embed(bert, texts, 0, NULL, 1, 0, &one, NULL) == GENIEX_ERR_INVALID_ARGUMENT);
+  CHECK(geniex_embed(bert, NULL, 1, NULL, 1, 0, &one, NULL) == GENIEX_ERR_INVALID_ARGUMENT);
+  CHECK(geniex_embed(NULL, texts, 1, NULL, 1, 0, &one, NULL) == GENIEX_ERR_INVALID_ARGUMENT);
+  CHECK(geniex_embed(bert, texts, 1, NULL, 1, 65, &one, NULL) == GENIEX_ERR_INVALID_ARGUMENT);
+  CHECK(one == NULL);
+  CHECK(geniex_embeddings_count(NULL) == 0 && geniex_embeddings_vector(all, 3) == NULL);
+  geniex_embeddings_free(all);
+  geniex_embeddings_free(NULL);
+  geniex_model_free(bert);
+}
+
 /* Reads a whole file into a malloc'ed buffer; NULL on failure. */
 static unsigned char* read_file(const char* path, size_t* n) {
   FILE* f = fopen(path, "rb");
@@ -621,6 +691,7 @@ int main(void) {
   test_errors(model, dir);
   test_prompt_too_long(path);
   test_vision(dir);
+  test_embed(dir);
   geniex_model_free(model);
 
   if (g_failures > 0) {
