@@ -15,10 +15,9 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
-set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_ARCHIVE_COMPONENT_INSTALL OFF)
 set(CPACK_DEB_COMPONENT_INSTALL OFF)
 # The tarball keeps its own top folder (geniex-VERSION-Linux-ARCH/bin/geniex ...); the .deb
-# installs under /usr.
+# installs under /usr (the DEB generator's default prefix).
 set(CPACK_INCLUDE_TOPLEVEL_DIRECTORY ON)
 include(CPack)

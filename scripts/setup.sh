@@ -156,6 +156,16 @@ if [[ "$("$VENV/bin/hadolint" --version 2>/dev/null)" != *" $HADOLINT_VERSION" ]
     >>"$LOG" 2>&1
 fi
 
+# A bare Debian 12 root (mmdebstrap minbase, ~1-2 min once, cached under ~/.cache/geniex) that
+# tests/python/test_install_package.py installs the .deb into. Root only (as in CI).
+STEP="Debian 12 minbase root (scripts/make_debian_root.sh)"
+if [[ $EUID -eq 0 ]]; then
+  bash "$ROOT/scripts/make_debian_root.sh" >>"$LOG" 2>&1 ||
+    echo "setup: WARNING: scripts/make_debian_root.sh failed (see $LOG); the .deb test will retry" >&2
+else
+  log "Debian 12 minbase root: skipped (needs root)"
+fi
+
 # ---------------------------------------------------------------------------------------------
 # Qualcomm's QNN runtime for the NPU plugin libgeniex_npu_qnn.so: the PyPI wheel onnxruntime-qnn
 # (pinned) carries QAIRT 2.40's x86-64 Linux libraries (libQnnHtp.so prepares HTP graphs and runs
