@@ -7,6 +7,7 @@
 
 #include "core/fp16.h"
 #include "quant/ggml_search.h"
+#include "quant/ggml_search_lanes.h"
 #include "quant/quant_internal.h"
 #include "quant/quant_types.h"
 
@@ -240,19 +241,20 @@ void k4_requantize(const float* x, const uint8_t* scales, uint16_t d16, uint16_t
 // The reference scale/min search shared by Q4_K (nmax 15) and Q5_K (nmax 31).
 void k45_ref_scales(const float* x, int nmax, float rmin, int nstep, uint8_t* L,
                     uint8_t* scales_out, uint16_t* d_out, uint16_t* dmin_out) {
-  uint8_t Laux[32];
-  float weights[32];
   float mins[kQK_K / 32];
   float scales[kQK_K / 32];
   float max_scale = 0;
   float max_min = 0;
+  float all_weights[kQK_K];
   for (int j = 0; j < kQK_K / 32; ++j) {
     float sum_x2 = 0;
     for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
     const float av_x = std::sqrt(sum_x2 / 32);
-    for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = make_qkx2_quants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, rmin,
-                                 0.1f, nstep, false);
+    for (int l = 0; l < 32; ++l) all_weights[32 * j + l] = av_x + std::fabs(x[32 * j + l]);
+  }
+  // The eight sub-block searches side by side (bit-identical to make_qkx2_quants each).
+  make_qkx2_quants_x8(32, nmax, x, all_weights, L, mins, scales, rmin, 0.1f, nstep);
+  for (int j = 0; j < kQK_K / 32; ++j) {
     if (scales[j] > max_scale) max_scale = scales[j];
     if (mins[j] > max_min) max_min = mins[j];
   }
@@ -344,10 +346,12 @@ void q6k_block(const float* x, BlockQ6_K& y, const float* quant_weights) {
   float scales[kQK_K / 16];
   float max_scale = 0;
   float max_abs_scale = 0;
+  if (quant_weights == nullptr) make_qx_quants_x16(32, x, L, scales);
   for (int ib = 0; ib < kQK_K / 16; ++ib) {
-    const float* qw = quant_weights ? quant_weights + 16 * ib : nullptr;
-    const float scale = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1, qw);
-    scales[ib] = scale;
+    if (quant_weights != nullptr) {
+      scales[ib] = make_qx_quants(16, 32, x + 16 * ib, L + 16 * ib, 1, quant_weights + 16 * ib);
+    }
+    const float scale = scales[ib];
     const float abs_scale = std::fabs(scale);
     if (abs_scale > max_abs_scale) {
       max_abs_scale = abs_scale;

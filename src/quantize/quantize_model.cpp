@@ -1,5 +1,6 @@
 #include "quantize/quantize_model.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,18 @@ void to_f32(GgmlType t, const uint8_t* src, float* dst, size_t n) {
       std::memcpy(&h, src + 2 * i, 2);
       dst[i] = bf16_to_fp32(h);
     }
+  }
+}
+
+// Drops the mapped pages of a tensor that has been written (whole pages inside it only), so the
+// resident size stays near one tensor instead of growing to the whole input.
+void release_pages(std::span<const uint8_t> data) {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data.data());
+  const uintptr_t first = (begin + page - 1) / page * page;
+  const uintptr_t last = (begin + data.size()) / page * page;
+  if (last > first) {
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // NOLINT
   }
 }
 
@@ -327,6 +340,7 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
     }
     rep.size_out += out->written() - before;
     GENIEX_TRY(out->pad(align));
+    release_pages(p.src->data);
   }
   rep.file_bytes = out->written();
   GENIEX_TRY(out->commit());
