@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
@@ -32,6 +33,7 @@ extern char** environ;  // POSIX: the process's environment, for the GENIEX_* sc
 #include "number_flags.h"
 #include "sampling_flags.h"
 #include "server/http_server.h"
+#include "server/model_registry.h"
 
 namespace geniex::cli {
 namespace {
@@ -41,7 +43,11 @@ namespace {
 constexpr double kMaxBodyMb = 1024.0;
 
 struct ServeOptions {
-  std::string model;
+  std::string model;                ///< $GENIEX_MODEL (when no -m)
+  std::vector<std::string> models;  ///< -m, repeatable
+  std::string model_dir;            ///< --model-dir: every GGUF in it
+  int max_loaded = 0;               ///< --max-loaded (0: no limit)
+  std::string models_memory;        ///< --models-memory (empty: no budget)
   std::string host = "127.0.0.1";
   int port = 18181;
   std::string api_key;
@@ -243,6 +249,55 @@ Status apply_env(ServeOptions& o, const CLI::App& app) {
 }
 
 /// A loopback address: only this machine can connect.
+/// The models to serve: each -m (or $GENIEX_MODEL, or the default chat model), then every
+/// GGUF of --model-dir in name order. Ids (file stems) must be distinct.
+Result<std::vector<server::ModelRegistry::Entry>> served_models(const ServeOptions& o) {
+  std::vector<std::string> paths = o.models;
+  if (paths.empty() && !o.model.empty()) paths.push_back(o.model);
+  if (!o.model_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(o.model_dir, ec)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--model-dir " + o.model_dir + ": no such directory");
+    }
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(o.model_dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_regular_file(ec) && e.path().extension() == ".gguf" && !name.starts_with("mmproj")) {
+        found.push_back(e.path().string());
+      }
+    }
+    if (ec) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--model-dir " + o.model_dir + ": " + ec.message());
+    }
+    std::sort(found.begin(), found.end());
+    if (found.empty() && paths.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "--model-dir " + o.model_dir + ": no .gguf files in it");
+    }
+    paths.insert(paths.end(), found.begin(), found.end());
+  }
+  if (paths.empty()) {
+    // The server's page and /v1/chat/completions want an instruction-tuned model.
+    GENIEX_ASSIGN_OR_RETURN(std::string p, default_chat_model_path());
+    paths.push_back(p);
+  }
+  std::vector<server::ModelRegistry::Entry> out;
+  for (const std::string& p : paths) {
+    const std::string id = std::filesystem::path(p).stem().string();
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.id == id; });
+    if (same == out.end()) {
+      out.push_back({id, p});
+    } else if (std::filesystem::weakly_canonical(same->path) !=
+               std::filesystem::weakly_canonical(p)) {
+      return Status(StatusCode::kInvalidArgument,
+                    "two models named '" + id + "': " + same->path + " and " + p);
+    }
+  }
+  return out;
+}
+
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
 }
@@ -259,26 +314,56 @@ int run_serve(const ServeOptions& o) {
   }
   auto device = Device::parse(o.device);
   if (!device.ok()) return usage("--device: " + device.status().message());
-  std::string path = o.model;
-  if (path.empty()) {
-    // The server's page and /v1/chat/completions want an instruction-tuned model.
-    auto p = default_chat_model_path();
-    if (!p.ok()) return fail(p.status().message());
-    path = *p;
+  auto served = served_models(o);
+  if (!served.ok()) {
+    return served.status().code() == StatusCode::kInvalidArgument ? usage(served.status().message())
+                                                                  : fail(served.status().message());
   }
-  ModelBuilder b(path);
-  // One sequence per generating request; the batching engine runs them in shared steps.
-  b.with_deterministic(o.deterministic);
-  b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
-      o.parallel);
-  if (Status kv = apply_kv_flags(o.kv, b); !kv.ok()) return usage(kv.message());
-  // The given --mmproj, or the one fitting mmproj-*.gguf beside the model (model_flags).
-  auto mmproj = resolve_mmproj(path, o.mmproj, o.no_mmproj, "geniex serve");
-  if (!mmproj.ok()) {
-    return mmproj.status().code() == StatusCode::kInvalidArgument ? usage(mmproj.status().message())
-                                                                  : fail(mmproj.status().message());
+  const std::vector<server::ModelRegistry::Entry>& entries = *served;
+  const bool several = entries.size() > 1 || !o.model_dir.empty();
+  if (several && !o.mmproj.empty()) {
+    return usage(
+        "--mmproj names one model's encoder; with several models each finds its "
+        "mmproj-*.gguf beside it");
   }
-  b.with_mmproj(*mmproj);
+  int64_t models_memory = 0;
+  if (!o.models_memory.empty()) {
+    auto m = parse_size("--models-memory", o.models_memory, int64_t{1} << 50);
+    if (!m.ok()) return usage(m.status().message());
+    models_memory = *m;
+  }
+  {
+    ModelBuilder probe(entries[0].path);
+    if (Status kv = apply_kv_flags(o.kv, probe); !kv.ok()) return usage(kv.message());
+  }
+  const std::string path = entries[0].path;
+  if (!several) {
+    // The given --mmproj, or the one fitting mmproj-*.gguf beside the model (model_flags).
+    auto mmproj = resolve_mmproj(path, o.mmproj, o.no_mmproj, "geniex serve");
+    if (!mmproj.ok()) {
+      return mmproj.status().code() == StatusCode::kInvalidArgument
+                 ? usage(mmproj.status().message())
+                 : fail(mmproj.status().message());
+    }
+  }
+  // Builds any served model with the same flags (the registry calls it on first use). One
+  // sequence per generating request; the batching engine runs them in shared steps.
+  auto build_model = [&o, dev = *device](const std::string& p) -> Result<Model> {
+    ModelBuilder b(p);
+    b.with_deterministic(o.deterministic);
+    b.with_device(dev).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
+        o.parallel);
+    GENIEX_TRY(apply_kv_flags(o.kv, b));
+    GENIEX_ASSIGN_OR_RETURN(std::string mmproj,
+                            resolve_mmproj(p, o.mmproj, o.no_mmproj, "geniex serve"));
+    b.with_mmproj(mmproj);
+    if (o.verbose) {
+      b.with_log([](std::string_view line) {
+        std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
+      });
+    }
+    return b.build();
+  };
   server::ImageOptions images;
   for (const std::string& d : o.image_dirs) {
     char* real = ::realpath(d.c_str(), nullptr);
@@ -289,11 +374,6 @@ int run_serve(const ServeOptions& o) {
       return usage("--allow-image-dir " + d + ": not a directory");
     }
     images.allowed_dirs.push_back(std::move(canonical));
-  }
-  if (o.verbose) {
-    b.with_log([](std::string_view line) {
-      std::fprintf(stderr, "geniex: %.*s\n", static_cast<int>(line.size()), line.data());
-    });
   }
   // A taken port fails now, not after the model has loaded (bind() checks again below).
   if (Status free = server::probe_bind(o.host, o.port); !free.ok()) return fail(free.message());
@@ -306,8 +386,18 @@ int run_serve(const ServeOptions& o) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
-  auto model = b.build();
-  if (!model.ok()) return fail(path + ": " + model.status().message());
+  auto built = build_model(path);
+  if (!built.ok()) return fail(path + ": " + built.status().message());
+  auto loaded = std::make_shared<server::LoadedModel>(std::move(*built));
+  Model* model = &loaded->model;
+  std::unique_ptr<server::ModelRegistry> registry;
+  if (several) {
+    server::ModelRegistry::Limits limits;
+    limits.max_loaded = o.max_loaded;
+    limits.max_bytes = models_memory;
+    registry = std::make_unique<server::ModelRegistry>(entries, build_model, limits);
+    registry->pin(entries[0].id, loaded);
+  }
   for (const std::string& w : model->info().warnings) {
     std::fprintf(stderr, "geniex serve: warning: %s\n", w.c_str());
   }
@@ -320,7 +410,7 @@ int run_serve(const ServeOptions& o) {
   so.queue = o.queue;
   // Both in range (add_real_option): no overflow, NaN or negative value reaches the casts.
   so.max_body_bytes = static_cast<size_t>(std::llround(o.max_body_mb * 1024 * 1024));
-  so.model_id = std::filesystem::path(path).stem().string();
+  so.model_id = entries[0].id;
   so.created = static_cast<int64_t>(std::time(nullptr));
   so.shutdown_grace = std::chrono::milliseconds(std::llround(o.shutdown_timeout * 1000));
   so.defaults = config_of(o.sampling);
@@ -330,10 +420,16 @@ int run_serve(const ServeOptions& o) {
   so.max_conns = o.max_conns;
   so.images = std::move(images);
 
-  server::HttpServer srv(*model, so);
+  server::HttpServer srv(*model, so, registry.get());
   if (auto st = srv.bind(); !st.ok()) return fail(st.message());
   std::printf("geniex serve: model '%s' (%s, context %d) listening on %s\n", so.model_id.c_str(),
               model->info().placement.c_str(), model->info().n_ctx, srv.url().c_str());
+  if (registry) {
+    std::printf("geniex serve: %zu models served (the others load on their first request):",
+                entries.size());
+    for (const auto& e : entries) std::printf(" %s", e.id.c_str());
+    std::printf("\n");
+  }
   std::fflush(stdout);
   note_chat_template(model->info(), so.model_id);
   std::atomic<bool> done{false};
@@ -351,8 +447,20 @@ int run_serve(const ServeOptions& o) {
 Command register_serve(CLI::App& parent) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* c = parent.add_subcommand("serve", "OpenAI-compatible HTTP server (chat page at /)");
-  c->add_option("-m,--model", o->model,
-                "GGUF model (default: the chat model, SmolLM2 135M Instruct; see `geniex list`)");
+  c->add_option("-m,--model", o->models,
+                "GGUF model (default: the chat model, SmolLM2 135M Instruct; see `geniex list`); "
+                "repeat it to serve several, picked by the request's \"model\" (the file's "
+                "name without .gguf); the first is the default and loads at start")
+      ->allow_extra_args(false);
+  c->add_option("--model-dir", o->model_dir,
+                "serve every .gguf in DIR too (mmproj-*.gguf excepted), each loaded on its "
+                "first request");
+  add_count_option(c, "--max-loaded", o->max_loaded, 0, 1 << 16,
+                   "models loaded at once; the least recently used idle one is unloaded "
+                   "(0 = no limit)");
+  c->add_option("--models-memory", o->models_memory,
+                "memory budget of the loaded models, weights + KV (e.g. 8G); idle ones are "
+                "unloaded least recently used first");
   c->add_option("--host", o->host, "address to listen on")->capture_default_str();
   add_count_option(c, "--port", o->port, 0, 65535, "port (0 = any free port)");
   c->add_option("--api-key", o->api_key,

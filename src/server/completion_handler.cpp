@@ -15,6 +15,7 @@
 
 #include "server/access_log.h"
 #include "server/json_prefix.h"
+#include "server/model_route.h"
 #include "server/response.h"
 #include "server/router.h"
 
@@ -146,6 +147,7 @@ struct Job {
   bool client_gone = false;
   std::shared_ptr<Pipe> pipe = nullptr;         ///< a streamed request with images (see Pipe)
   std::optional<ToolPlan> plan = std::nullopt;  ///< tools are active: how the reply is read
+  ModelRef ref = {};                            ///< the model this request runs on
 };
 
 /// Gets each piece of text with the logprob entries of the tokens since the last piece (the
@@ -162,18 +164,18 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
   if (job.req.logprobs >= 0) {
     cfg.logprobs = job.req.logprobs;
     cfg.on_logprobs = [&](const TokenLogprobs& lp) {
-      if (st.model.is_end_of_generation(lp.chosen.token)) return;  // no text: not reported
+      if (job.ref.model->is_end_of_generation(lp.chosen.token)) return;  // no text: not reported
       LogprobEntry e;
-      e.chosen = {st.texts.text(lp.chosen.token), lp.chosen.logprob};
-      for (const auto& t : lp.top) e.top.push_back({st.texts.text(t.token), t.logprob});
+      e.chosen = {job.ref.texts->text(lp.chosen.token), lp.chosen.logprob};
+      for (const auto& t : lp.top) e.top.push_back({job.ref.texts->text(t.token), t.logprob});
       pending.push_back(std::move(e));
     };
   }
   JsonPrefix json;
   if (job.req.json_object) {
-    const std::vector<std::string>& table = st.texts.table();
+    const std::vector<std::string>& table = job.ref.texts->table();
     cfg.token_filter = [&](int32_t t) {
-      if (st.model.is_end_of_generation(t)) return json.complete();
+      if (job.ref.model->is_end_of_generation(t)) return json.complete();
       const std::string& s = table[static_cast<size_t>(t)];
       return !s.empty() && json.feed(s);
     };
@@ -196,8 +198,8 @@ Result<Generation> generate(Job& job, const PieceSink& sink, std::vector<Logprob
   if (st.cancel_all.load()) return resource_exhausted("the server is shutting down");
   // Images: Model::chat encodes them (between engine steps) and expands their tokens.
   auto gen = job.req.n_images > 0
-                 ? st.model.chat(job.req.messages, job.req.chat_options, cfg, on_token)
-                 : st.model.generate(std::span<const int32_t>(job.ids), cfg, on_token);
+                 ? job.ref.model->chat(job.req.messages, job.req.chat_options, cfg, on_token)
+                 : job.ref.model->generate(std::span<const int32_t>(job.ids), cfg, on_token);
   if (gen.ok() && job.req.n_images > 0) {
     this_request().prompt_tokens = static_cast<int64_t>(gen->prompt_tokens.size());
     if (job.pipe) job.pipe->prompt_tokens = static_cast<int64_t>(gen->prompt_tokens.size());
@@ -422,21 +424,25 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(*e);
   // Any "model" means the one served (the reply names it), as llama-server does.
   CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
+  auto resolved = resolve_model(st, r.model);
+  if (auto* e = std::get_if<ApiError>(&resolved)) return send_error(*e);
+  ModelRef ref = std::move(std::get<ModelRef>(resolved));
+  Model& model = *ref.model;
   std::optional<ToolPlan> plan =
-      endpoint == Endpoint::kChat ? plan_request(st.model, r) : std::nullopt;
-  if (r.n_images > 0 && st.model.info().mmproj_path.empty()) {
+      endpoint == Endpoint::kChat ? plan_request(model, r) : std::nullopt;
+  if (r.n_images > 0 && model.info().mmproj_path.empty()) {
     // A text model: the engine's own words ("... takes no images ..."), before any work.
     std::vector<Image> none = {Image::from_bytes({0})};
-    auto refused = st.model.generate("", none, GenerationConfig{});
+    auto refused = model.generate("", none, GenerationConfig{});
     return send_error(invalid_value(
         "messages", refused.ok() ? "this model takes no images" : refused.status().message()));
   }
 
-  auto ids = prompt_ids(st.model, r);
+  auto ids = prompt_ids(model, r);
   if (auto* e = std::get_if<ApiError>(&ids)) return send_error(*e);
   std::vector<int32_t> prompt = std::move(std::get<std::vector<int32_t>>(ids));
   this_request().prompt_tokens = static_cast<int64_t>(prompt.size());
-  const int32_t n_ctx = st.model.info().n_ctx;
+  const int32_t n_ctx = model.info().n_ctx;
   const char* prompt_param = endpoint == Endpoint::kChat ? "messages" : "prompt";
   if (prompt.empty()) return send_error(invalid_value(prompt_param, "the prompt is empty."));
   if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
@@ -453,6 +459,7 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
 
   auto job = std::make_shared<Job>(Job{st, std::move(r), std::move(prompt), {}, {}, arrival});
   job->plan = std::move(plan);
+  job->ref = std::move(ref);
   switch (st.admission.acquire(job->slot)) {
     case Admission::Outcome::kAdmitted: break;
     case Admission::Outcome::kQueueFull:
@@ -461,7 +468,7 @@ HttpResponse handle_completion(ServerState& st, HttpRequest& req, Endpoint endpo
   }
   st.metrics.add_prompt_tokens(static_cast<int64_t>(job->ids.size()));
   job->meta = {make_id(endpoint == Endpoint::kChat ? "chatcmpl-" : "cmpl-"),
-               static_cast<int64_t>(std::time(nullptr)), st.options.model_id};
+               static_cast<int64_t>(std::time(nullptr)), job->ref.id};
 
   if (!job->req.stream) return respond_whole(*job, req);
   if (job->req.n_images > 0) return stream_with_images(job);
@@ -482,8 +489,11 @@ HttpResponse handle_apply_template(ServerState& st, HttpRequest& req) {
   auto parsed = parse_chat_request(req.body, st.options.defaults, st.options.images);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(*e);
   CompletionRequest r = std::move(std::get<CompletionRequest>(parsed));
-  plan_request(st.model, r);
-  auto text = chat_prompt_text(st.model, r);
+  auto ref = resolve_model(st, r.model);
+  if (auto* e = std::get_if<ApiError>(&ref)) return send_error(*e);
+  const Model& model = *std::get<ModelRef>(ref).model;
+  plan_request(model, r);
+  auto text = chat_prompt_text(model, r);
   if (auto* e = std::get_if<ApiError>(&text)) return send_error(*e);
   return json_response(200, dump(Json{{"prompt", std::get<std::string>(text)}}));
 }

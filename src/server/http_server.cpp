@@ -182,7 +182,10 @@ TransportLimits limits_of(const ServerOptions& o) {
 }  // namespace
 
 HttpServer::HttpServer(Model& model, ServerOptions options)
-    : state_(std::make_unique<ServerState>(model, std::move(options))),
+    : HttpServer(model, std::move(options), nullptr) {}
+
+HttpServer::HttpServer(Model& model, ServerOptions options, ModelRegistry* models)
+    : state_(std::make_unique<ServerState>(model, std::move(options), models)),
       service_(std::make_unique<Service>(*state_)) {
   const ServerOptions& o = state_->options;
   // A worker for every admitted and queued request plus a few for quick answers (parse errors,

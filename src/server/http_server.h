@@ -24,6 +24,9 @@ class HttpServer {
  public:
   /// `model` must outlive the server.
   HttpServer(Model& model, ServerOptions options);
+  /// Several models: `model` is the default one (options.model_id names it in `models`);
+  /// requests pick theirs by name. `models` must outlive the server.
+  HttpServer(Model& model, ServerOptions options, ModelRegistry* models);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

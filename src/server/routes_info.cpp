@@ -1,6 +1,7 @@
 #include "server/routes_info.h"
 
 #include "server/chat_page.h"
+#include "server/model_registry.h"
 #include "server/response.h"
 
 namespace geniex::server {
@@ -19,14 +20,38 @@ Json model_json(const ServerOptions& o, const ModelInfo& info) {
   return m;
 }
 
+/// Every model of a registry, loaded or not ("loaded" is ours: whether a request would wait
+/// for its load).
+Json registry_json(const ServerState& st) {
+  Json data = Json::array();
+  for (const ModelRegistry::State& s : st.registry->states()) {
+    Json m;
+    m["id"] = s.id;
+    m["object"] = "model";
+    m["created"] = st.options.created;
+    m["owned_by"] = "geniex";
+    m["loaded"] = s.loaded;
+    data.push_back(std::move(m));
+  }
+  return data;
+}
+
 void add_info_routes(Router& router, ServerState& st) {
   router.add("GET", "/v1/models", [&st](HttpRequest&, std::string_view) {
     Json j;
     j["object"] = "list";
-    j["data"] = Json::array({model_json(st.options, st.model.info())});
+    j["data"] =
+        st.registry ? registry_json(st) : Json::array({model_json(st.options, st.model.info())});
     return json_response(200, dump(j));
   });
   router.add("GET", "/v1/models/{param}", [&st](HttpRequest&, std::string_view id) {
+    if (st.registry) {
+      for (Json& m : registry_json(st)) {
+        if (m["id"] == id) return json_response(200, dump(m));
+      }
+      const ApiError e = model_not_found(std::string(id));
+      return json_response(e.status, e.body());
+    }
     if (id != st.options.model_id) {
       const ApiError e = model_not_found(std::string(id));
       return json_response(e.status, e.body());

@@ -40,15 +40,23 @@ struct ServerOptions {
   ImageOptions images;
 };
 
-struct ServerState {
-  ServerState(Model& m, ServerOptions o)
-      : model(m), options(std::move(o)), admission(options.parallel, options.queue), texts(m) {}
+class ModelRegistry;
 
-  Model& model;
+struct ServerState {
+  ServerState(Model& m, ServerOptions o, ModelRegistry* models = nullptr)
+      : model(m),
+        options(std::move(o)),
+        admission(options.parallel, options.queue),
+        texts(m),
+        registry(models) {}
+
+  Model& model;  ///< the default model (with a registry: the one loaded at start)
   const ServerOptions options;
   Admission admission;
   Metrics metrics;
   TokenTexts texts;
+  /// Several models served (route by the request's "model"); null: `model` is the only one.
+  ModelRegistry* registry = nullptr;
   std::atomic<bool> draining{false};    ///< shutdown began: new requests get 503
   std::atomic<bool> cancel_all{false};  ///< grace period over: in-flight generations stop
 
