@@ -123,7 +123,11 @@ set_target_properties(geniex_shared PROPERTIES
   LINK_DEPENDS ${PROJECT_SOURCE_DIR}/cmake/geniex.map)
 target_link_libraries(geniex_shared PRIVATE ${_geniex_link_external})
 target_link_options(geniex_shared PRIVATE -Wl,--version-script=${PROJECT_SOURCE_DIR}/cmake/geniex.map
-                    -Wl,--no-undefined -Wl,--exclude-libs,ALL)
+                    -Wl,--exclude-libs,ALL)
+if(NOT CMAKE_CROSSCOMPILING)
+  # Every symbol resolved at link time (checked natively; cross builds link the same objects).
+  target_link_options(geniex_shared PRIVATE -Wl,--no-undefined)
+endif()
 foreach(_t geniex_static geniex_shared)
   foreach(_dep IN LISTS _geniex_closure)
     add_dependencies(${_t} ${_dep})
