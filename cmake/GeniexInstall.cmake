@@ -8,6 +8,10 @@
 #   lib/pkgconfig/geniex.pc             pkg-config geniex [--static]
 # The two libraries are built from the objects of geniex_engine's static-library closure (walked
 # below), so the in-tree targets stay as they are. Included last by the top-level CMakeLists.
+if(DEFINED SKBUILD)
+  # pip / scikit-build-core installs only the wheel's files (bindings/python/CMakeLists.txt).
+  return()
+endif()
 include(CMakePackageConfigHelpers)
 
 # Third-party link items the engine may reach, and how a consumer of the static library finds

@@ -3,6 +3,10 @@
 # The .deb's Depends come from dpkg-shlibdeps over the binary, libgeniex.so and the plugins, so
 # the package declares exactly the shared libraries they link (tests/python/test_package.py
 # installs it on a bare Debian 12 root to prove the list complete).
+if(DEFINED SKBUILD)
+  # pip / scikit-build-core installs only the wheel's files (bindings/python/CMakeLists.txt).
+  return()
+endif()
 set(CPACK_PACKAGE_NAME geniex)
 set(CPACK_PACKAGE_VENDOR "GenieX")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
