@@ -193,4 +193,25 @@ void native_cancel(JNIEnv* /*env*/, jclass, jlong cancel) {
 
 void native_free_cancel(JNIEnv* /*env*/, jclass, jlong cancel) { delete cancel_of(cancel); }
 
+jfloatArray native_logits(JNIEnv* env, jclass, jlong model, jintArray tokens, jint first_row) {
+  return guarded(env, static_cast<jfloatArray>(nullptr), [&]() -> jfloatArray {
+    auto m = model_of(env, model);
+    if (!m) return nullptr;
+    const std::vector<int32_t> ids = to_ints(env, tokens);
+    auto r = m->logits(std::span<const int32_t>(ids), first_row);
+    if (!r.ok()) {
+      throw_status(env, r.status());
+      return nullptr;
+    }
+    if (r->size() > static_cast<size_t>(INT32_MAX)) {
+      throw_status(env, out_of_range("logits: more values than a Java array holds"));
+      return nullptr;
+    }
+    const auto n = static_cast<jsize>(r->size());
+    jfloatArray out = env->NewFloatArray(n);
+    if (out != nullptr && n > 0) env->SetFloatArrayRegion(out, 0, n, r->data());
+    return out;
+  });
+}
+
 }  // namespace geniex::jni

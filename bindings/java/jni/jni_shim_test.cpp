@@ -386,10 +386,10 @@ JNIEnv* JniShim::current_env = nullptr;
 TEST_F(JniShim, OnLoadRegistersEveryNative) {
   for (const char* name : {"load", "free", "tokenize", "detokenize", "reset", "saveState",
                            "loadState", "engineStats", "info", "newCancel", "cancel", "freeCancel",
-                           "generate", "chat", "applyChatTemplate", "upcallNanos"}) {
+                           "generate", "chat", "applyChatTemplate", "upcallNanos", "logits"}) {
     EXPECT_TRUE(shim_->natives.count(name)) << name;
   }
-  EXPECT_EQ(shim_->natives.size(), 16u);
+  EXPECT_EQ(shim_->natives.size(), 17u);
 }
 
 TEST_F(JniShim, GenerateEqualsTheEngineAndPiecesCrossAsBytes) {

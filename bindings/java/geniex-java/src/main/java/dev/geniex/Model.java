@@ -1,5 +1,6 @@
 package dev.geniex;
 
+import java.nio.FloatBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -202,6 +203,15 @@ public final class Model implements AutoCloseable {
   public String detokenize(int[] tokens) {
     int[] ids = Objects.requireNonNull(tokens, "tokens").clone();
     return Utf8.string(with(h -> NativeBridge.detokenize(h, ids)));
+  }
+
+  /**
+   * Logits of positions {@code firstRow .. tokens.length-1} of {@code tokens}, evaluated from an
+   * empty context: {@code (tokens.length - firstRow) * info().nVocab()} floats, row after row.
+   */
+  public FloatBuffer logits(int[] tokens, int firstRow) {
+    int[] ids = Objects.requireNonNull(tokens, "tokens").clone();
+    return FloatBuffer.wrap(with(h -> NativeBridge.logits(h, ids, firstRow)));
   }
 
   /** Forgets the cached context. */

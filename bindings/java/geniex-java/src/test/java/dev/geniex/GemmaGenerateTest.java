@@ -104,6 +104,23 @@ class GemmaGenerateTest {
   }
 
   @Test
+  void logitsArgmaxIsTheGreedyToken() {
+    Generation g = model.generate("The capital of France is", TestSupport.greedy(1), null);
+    int[] prompt = g.promptTokens();
+    java.nio.FloatBuffer last = model.logits(prompt, prompt.length - 1);
+    assertEquals(model.info().nVocab(), last.remaining());
+    int best = 0;
+    for (int i = 1; i < last.remaining(); i++) {
+      if (last.get(i) > last.get(best)) {
+        best = i;
+      }
+    }
+    assertEquals(g.tokens()[0], best);
+    GenieXException e = assertThrows(GenieXException.class, () -> model.logits(new int[0], 0));
+    assertEquals(StatusCode.INVALID_ARGUMENT, e.code());
+  }
+
+  @Test
   void theSuiteRunsUnderCheckJni() {
     assertTrue(java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
         .contains("-Xcheck:jni"));
