@@ -30,9 +30,11 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
+# Compile jobs (empty: the build tool's default, all cores).
+ARG BUILD_JOBS=""
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DGENIEX_BUILD_TESTS=OFF \
       -DGENIEX_BUILD_PYTHON=OFF \
- && cmake --build /build \
+ && cmake --build /build --parallel ${BUILD_JOBS} \
  && cmake --install /build --prefix /opt/geniex --strip
 
 FROM debian:bookworm-slim

@@ -1,6 +1,6 @@
 /* Embeds GenieX through its C ABI, built with pkg-config:
  *   cc main.c $(pkg-config --cflags --libs geniex) -o c-consumer
- *   ./c-consumer MODEL.gguf [PROMPT] [MAX_TOKENS]
+ *   ./c-consumer MODEL.gguf [PROMPT] [MAX_TOKENS] [DEVICE]
  * (static: link libgeniex.a with `pkg-config --static --libs geniex`.) */
 #include <geniex/geniex.h>
 #include <stdio.h>
@@ -8,12 +8,12 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: %s MODEL.gguf [PROMPT] [MAX_TOKENS]\n", argv[0]);
+    fprintf(stderr, "usage: %s MODEL.gguf [PROMPT] [MAX_TOKENS] [DEVICE]\n", argv[0]);
     return 2;
   }
   geniex_model_params mp = geniex_model_default_params();
   mp.path = argv[1];
-  mp.device = "cpu";
+  mp.device = argc > 4 ? argv[4] : "cpu"; /* npu: plugins beside libgeniex */
   mp.n_ctx = 512;
   geniex_model* model = NULL;
   geniex_error* err = NULL;

@@ -161,3 +161,16 @@ def test_pkg_config_c_consumer(prefix, reference_text, tmp_path, static):
     assert ("libgeniex.so" in linked) != static, linked
     r = sh([exe, MODEL, PROMPT, TOKENS])
     assert r.stdout == reference_text
+
+
+def test_shared_library_finds_plugins_beside_itself(prefix, tmp_path):
+    """A program linked with libgeniex.so (not the geniex CLI) loads the NPU plugins from
+    <libdir>/geniex/plugins: glibc's loader trace shows where the plugin came from."""
+    env = clean_env(PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+    flags = sh(["pkg-config", "--cflags", "--libs", "geniex"], env=env).stdout.split()
+    exe = tmp_path / "c-consumer"
+    sh(["cc", REPO / "examples" / "c-consumer" / "main.c", *flags,
+        f"-Wl,-rpath,{prefix / 'lib'}", "-o", exe], env=env)
+    r = sh([exe, MODEL, "Hi", "2", "npu"], env=clean_env(LD_DEBUG="files"))
+    loaded = set(re.findall(r"file=(\S*libgeniex_npu_\S*\.so)", r.stderr))
+    assert loaded == {str(prefix / "lib" / "geniex" / "plugins" / "libgeniex_npu_ref.so")}, loaded
