@@ -179,3 +179,23 @@ def test_health_times_out_on_a_silent_server(geniex):
         took = time.monotonic() - t0
     assert r.returncode == 1 and "no answer within the timeout" in r.stdout
     assert took < 10
+
+
+def test_threads_default_to_the_cpus_the_process_may_use(geniex):
+    """No -t and no GENIEX_THREADS: the CPU unit gets the CPUs of the process's affinity mask
+    (taskset here; a container's --cpus quota the same way), not the machine's core count."""
+    import os
+    import shutil
+
+    taskset = shutil.which("taskset")
+    assert taskset, "taskset (util-linux) missing"
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    env = clean_env(GENIEX_MODEL=str(MODEL), GENIEX_PORT="0", GENIEX_DEVICE="cpu")
+    proc = subprocess.Popen([taskset, "-c", str(cpu), str(geniex), "serve"], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        line = proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert re.search(r"cpu\([^)]*, 1 threads\)", line), line
