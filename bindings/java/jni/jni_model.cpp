@@ -47,8 +47,8 @@ jlong native_load(JNIEnv* env, jclass, jbyteArray path, jint device, jintArray i
                   jbyteArray plugin_dir, jbyteArray mmproj) {
   return guarded(env, jlong{0}, [&]() -> jlong {
     const std::vector<int32_t> v = to_ints(env, ints);
-    if (v.size() != 6) {
-      throw_illegal_argument(env, "load: 6 integer settings expected");
+    if (v.size() != 7) {
+      throw_illegal_argument(env, "load: 7 integer settings expected");
       return 0;
     }
     ModelBuilder b(to_string(env, path));
@@ -69,12 +69,17 @@ jlong native_load(JNIEnv* env, jclass, jbyteArray path, jint device, jintArray i
     if (!plugins.empty()) b.with_plugin_dir(std::move(plugins));
     const std::string mm = to_string(env, mmproj);
     if (!mm.empty()) b.with_mmproj(mm);
+    std::shared_ptr<LogQueue> log;
+    if (v[6] != 0) {
+      log = std::make_shared<LogQueue>();
+      b.with_log([log](std::string_view line) { log->push(line); });
+    }
     Result<Model> m = b.build();
     if (!m.ok()) {
       throw_status(env, m.status());
       return 0;
     }
-    auto* h = new ModelHandle{std::make_shared<Model>(std::move(*m))};
+    auto* h = new ModelHandle{std::make_shared<Model>(std::move(*m)), std::move(log)};
     return static_cast<jlong>(reinterpret_cast<intptr_t>(h));
   });
 }
@@ -210,6 +215,25 @@ jfloatArray native_logits(JNIEnv* env, jclass, jlong model, jintArray tokens, ji
     const auto n = static_cast<jsize>(r->size());
     jfloatArray out = env->NewFloatArray(n);
     if (out != nullptr && n > 0) env->SetFloatArrayRegion(out, 0, n, r->data());
+    return out;
+  });
+}
+
+jobjectArray native_drain_log(JNIEnv* env, jclass, jlong model) {
+  return guarded(env, static_cast<jobjectArray>(nullptr), [&]() -> jobjectArray {
+    auto* h = reinterpret_cast<ModelHandle*>(static_cast<intptr_t>(model));
+    if (h == nullptr || !h->log) return nullptr;
+    const std::deque<std::string> lines = h->log->take();
+    if (lines.empty()) return nullptr;
+    jobjectArray out =
+        env->NewObjectArray(static_cast<jsize>(lines.size()), cache().byte_array, nullptr);
+    if (out == nullptr) return nullptr;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      jbyteArray b = to_bytes(env, lines[i]);
+      if (b == nullptr) return nullptr;
+      env->SetObjectArrayElement(out, static_cast<jsize>(i), b);
+      env->DeleteLocalRef(b);
+    }
     return out;
   });
 }

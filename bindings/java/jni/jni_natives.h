@@ -21,6 +21,7 @@ jobject native_info(JNIEnv* env, jclass, jlong model);
 jlong native_new_cancel(JNIEnv* env, jclass);
 void native_cancel(JNIEnv* env, jclass, jlong cancel);
 void native_free_cancel(JNIEnv* env, jclass, jlong cancel);
+jobjectArray native_drain_log(JNIEnv* env, jclass, jlong model);
 jfloatArray native_logits(JNIEnv* env, jclass, jlong model, jintArray tokens, jint first_row);
 
 // jni_generate.cpp

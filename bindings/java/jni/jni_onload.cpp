@@ -61,6 +61,7 @@ bool init(JNIEnv* env) {
       GENIEX_NATIVE("chat",
                     "(J[[B[[B[I[I[[B[[B[I[FJ[[B[BJLdev/geniex/PieceSink;)Ldev/geniex/Generation;",
                     native_chat),
+      GENIEX_NATIVE("drainLog", "(J)[[B", native_drain_log),
       GENIEX_NATIVE("logits", "(J[II)[F", native_logits),
       GENIEX_NATIVE("upcallNanos", "(Ldev/geniex/PieceSink;I)J", native_upcall_nanos),
       GENIEX_NATIVE("applyChatTemplate", "(J[[B[[B[I[I[[B[[BZ)[B", native_apply_chat_template),

@@ -356,7 +356,7 @@ class JniShim : public ::testing::Test {
 
   jlong load(const std::string& path) {
     auto fn = native<Load>("load", "([BI[I[B[B)J");
-    return fn(&env_, nullptr, bytes(path), /*CPU*/ 1, ints({256, 1, 512, 2, 0, 0}), bytes(""),
+    return fn(&env_, nullptr, bytes(path), /*CPU*/ 1, ints({256, 1, 512, 2, 0, 0, 0}), bytes(""),
               bytes(""));
   }
   // Greedy generation of `n` tokens (GenerationConfig's packed fields, jni_generate.cpp).
@@ -384,12 +384,13 @@ class JniShim : public ::testing::Test {
 JNIEnv* JniShim::current_env = nullptr;
 
 TEST_F(JniShim, OnLoadRegistersEveryNative) {
-  for (const char* name : {"load", "free", "tokenize", "detokenize", "reset", "saveState",
-                           "loadState", "engineStats", "info", "newCancel", "cancel", "freeCancel",
-                           "generate", "chat", "applyChatTemplate", "upcallNanos", "logits"}) {
+  for (const char* name :
+       {"load", "free", "tokenize", "detokenize", "reset", "saveState", "loadState", "engineStats",
+        "info", "newCancel", "cancel", "freeCancel", "generate", "chat", "applyChatTemplate",
+        "upcallNanos", "logits", "drainLog"}) {
     EXPECT_TRUE(shim_->natives.count(name)) << name;
   }
-  EXPECT_EQ(shim_->natives.size(), 17u);
+  EXPECT_EQ(shim_->natives.size(), 18u);
 }
 
 TEST_F(JniShim, GenerateEqualsTheEngineAndPiecesCrossAsBytes) {

@@ -6,11 +6,14 @@
 #include <jni.h>
 
 #include <cstdint>
+#include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "geniex/geniex.hpp"
@@ -36,10 +39,31 @@ struct Cache {
 };
 Cache& cache();
 
+/// Log lines of a model (ModelBuilder::with_log may call from engine threads): queued here and
+/// handed to Java's logger on the calling thread after each call (nothing attaches to the JVM).
+class LogQueue {
+ public:
+  static constexpr size_t kMaxLines = 1000;  ///< oldest lines are dropped beyond this
+  void push(std::string_view line) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (lines_.size() == kMaxLines) lines_.pop_front();
+    lines_.emplace_back(line);
+  }
+  std::deque<std::string> take() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::exchange(lines_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::deque<std::string> lines_;
+};
+
 /// What a Model handle (a jlong) points to. Java's Model guards its lifetime (close() waits
 /// for every call); each call still takes its own reference.
 struct ModelHandle {
   std::shared_ptr<Model> model;
+  std::shared_ptr<LogQueue> log;  ///< null without a logger
 };
 /// The model behind `handle`, or nullptr with IllegalStateException thrown.
 std::shared_ptr<Model> model_of(JNIEnv* env, jlong handle);

@@ -11,6 +11,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
+import java.util.function.Consumer;
 
 /**
  * A loaded model (C++ {@code geniex::Model}). Thread-safe: any thread may call, concurrent
@@ -30,9 +31,29 @@ public final class Model implements AutoCloseable {
   private final Set<CancelHandle> inFlight = ConcurrentHashMap.newKeySet();
   private volatile boolean closing;
   private long handle;
+  private final Consumer<String> logger;
 
-  Model(long handle) {
+  Model(long handle, Consumer<String> logger) {
     this.handle = handle;
+    this.logger = logger;
+  }
+
+  // Hands the queued engine log lines to the logger, on this thread.
+  void deliverLog() {
+    if (logger == null) {
+      return;
+    }
+    byte[][] lines;
+    try {
+      lines = with(NativeBridge::drainLog);
+    } catch (IllegalStateException closed) {
+      return;  // closed meanwhile: nothing more to say
+    }
+    if (lines != null) {
+      for (byte[] line : lines) {
+        logger.accept(Utf8.string(line));
+      }
+    }
   }
 
   private interface Call<T> {
@@ -60,6 +81,9 @@ public final class Model implements AutoCloseable {
       return with(call);
     } finally {
       inFlight.remove(cancel);
+      if (logger != null && !closing) {
+        deliverLog();
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 package dev.geniex;
 
 import java.util.Objects;
+import java.util.function.Consumer;
 
 /**
  * Configures and loads a {@link Model}: {@code new ModelBuilder(path).device(Device.CPU)
@@ -18,6 +19,7 @@ public final class ModelBuilder {
   private String pluginDir = "";
   private String mmproj = "";
   private boolean deterministic = false;
+  private Consumer<String> logger = null;
 
   public ModelBuilder(String path) {
     this.path = Objects.requireNonNull(path, "path");
@@ -70,6 +72,16 @@ public final class ModelBuilder {
   }
 
   /**
+   * Receives the engine's log lines (placement decisions, fallbacks). Lines from engine threads
+   * are queued natively and delivered on the thread that called build/generate/chat, after the
+   * call. Default: none.
+   */
+  public ModelBuilder logger(Consumer<String> l) {
+    logger = l;
+    return this;
+  }
+
+  /**
    * Bit-identical output whether a request runs alone or batched with others (default off;
    * slower decode for Q8_0/Q5_0/Q4_0 weights; process-wide once one model asks for it).
    */
@@ -81,10 +93,13 @@ public final class ModelBuilder {
   /** Loads the model; a missing or corrupt file is a {@link GenieXException}. */
   public Model build() {
     int[] ints = {
-      contextSize, threads, batchSize, maxSequences, kvCacheType.ordinal(), deterministic ? 1 : 0
+      contextSize, threads, batchSize, maxSequences, kvCacheType.ordinal(), deterministic ? 1 : 0,
+      logger != null ? 1 : 0
     };
     long handle = NativeBridge.load(Utf8.bytes(path), device.ordinal(), ints,
         Utf8.bytes(pluginDir), Utf8.bytes(mmproj));
-    return new Model(handle);
+    Model m = new Model(handle, logger);
+    m.deliverLog();
+    return m;
   }
 }

@@ -50,6 +50,8 @@ final class NativeBridge {
       int[] partCounts, int[] partTypes, byte[][] partTexts, byte[][] partBytes,
       boolean addGenerationPrompt);
 
+  static native byte[][] drainLog(long model);
+
   static native float[] logits(long model, int[] tokens, int firstRow);
 
   static native long upcallNanos(PieceSink sink, int n);
