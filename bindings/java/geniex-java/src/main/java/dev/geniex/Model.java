@@ -16,7 +16,8 @@ import java.util.function.Consumer;
 /**
  * A loaded model (C++ {@code geniex::Model}). Thread-safe: any thread may call, concurrent
  * generations share each forward pass (continuous batching). Methods block (on Android, never
- * call them on the main thread). Listeners run on the calling thread. {@link #close()} cancels
+ * call them on the main thread). Listeners run on the calling thread; interrupting that thread
+ * stops its generation at the next token ({@link StopReason#CANCELLED}). {@link #close()} cancels
  * the generations in flight, waits for every call to return and frees the model; later calls
  * throw {@link IllegalStateException}.
  */

@@ -51,6 +51,28 @@ class GemmaThreadsTest {
   }
 
   @Test
+  void interruptingTheCallingThreadStopsTheGeneration() throws Exception {
+    String tiny = TestSupport.models().resolve("tiny-llama-q8_0.gguf").toString();
+    try (Model m = new ModelBuilder(tiny).device(Device.CPU).threads(1).contextSize(256).build()) {
+      Generation[] out = new Generation[1];
+      Thread t = new Thread(() -> {
+        AtomicInteger calls = new AtomicInteger();
+        out[0] = m.generate("Hello", GenerationConfig.builder().maxTokens(200).temperature(0)
+            .ignoreEos(true).build(), (text, token) -> {
+              if (calls.incrementAndGet() == 3) {
+                Thread.currentThread().interrupt();
+              }
+              return true;
+            });
+      });
+      t.start();
+      t.join(60_000);
+      assertEquals(StopReason.CANCELLED, out[0].stopReason());
+      assertTrue(out[0].tokens().length <= 4, "tokens: " + out[0].tokens().length);
+    }
+  }
+
+  @Test
   void listenerExceptionPropagatesAndTheModelStaysUsable() throws Exception {
     try (Model m = TestSupport.gemmaModel()) {
       Generation before = m.generate("The capital of France is", TestSupport.greedy(8), null);
