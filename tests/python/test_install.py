@@ -174,3 +174,21 @@ def test_shared_library_finds_plugins_beside_itself(prefix, tmp_path):
     r = sh([exe, MODEL, "Hi", "2", "npu"], env=clean_env(LD_DEBUG="files"))
     loaded = set(re.findall(r"file=(\S*libgeniex_npu_\S*\.so)", r.stderr))
     assert loaded == {str(prefix / "lib" / "geniex" / "plugins" / "libgeniex_npu_ref.so")}, loaded
+
+
+def test_cmake_package_without_the_static_dependencies(prefix, tmp_path):
+    """Where the -dev packages of libgeniex.a's dependencies are absent (pkg-config finds none),
+    find_package(geniex) still gives the shared library, and asking for the static one says
+    what is missing."""
+    env = clean_env(PKG_CONFIG_LIBDIR=str(tmp_path / "empty"), PKG_CONFIG_PATH="")
+    build = tmp_path / "shared"
+    sh(["cmake", "-S", REPO / "examples" / "cmake-consumer", "-B", build, "-G", "Ninja",
+        f"-DCMAKE_PREFIX_PATH={prefix}"], env=env)
+    sh(["cmake", "--build", build], env=env)
+    r = subprocess.run(["cmake", "-S", str(REPO / "examples" / "cmake-consumer"), "-B",
+                        str(tmp_path / "static"), "-G", "Ninja", f"-DCMAKE_PREFIX_PATH={prefix}",
+                        "-DGENIEX_USE_STATIC_LIBS=ON"], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert r.returncode != 0
+    said = " ".join(r.stderr.split())
+    assert "libgeniex.a needs libpcre2-8, icu-uc, libjpeg, stb, libwebp, not found" in said, said
