@@ -7,6 +7,7 @@
 #include "server/access_log.h"
 #include "server/api_error.h"
 #include "server/embeddings_request.h"
+#include "server/model_route.h"
 #include "server/router.h"
 
 namespace geniex::server {
@@ -21,7 +22,11 @@ HttpResponse handle_embeddings(ServerState& st, HttpRequest& req) {
   auto parsed = parse_embeddings_request(req.body);
   if (auto* e = std::get_if<ApiError>(&parsed)) return send_error(*e);
   EmbeddingsRequest r = std::move(std::get<EmbeddingsRequest>(parsed));
-  const ModelInfo& info = st.model.info();
+  auto resolved = resolve_model(st, r.model);  // several models served: the one named
+  if (auto* e = std::get_if<ApiError>(&resolved)) return send_error(*e);
+  const ModelRef ref = std::move(std::get<ModelRef>(resolved));
+  Model& model = *ref.model;
+  const ModelInfo& info = model.info();
   if (r.dimensions > info.n_embd) {
     return send_error(
         invalid_value("dimensions", "this model's embeddings have " + std::to_string(info.n_embd) +
@@ -30,7 +35,7 @@ HttpResponse handle_embeddings(ServerState& st, HttpRequest& req) {
   // Tokenize first: an input over the context is refused before any work.
   std::vector<std::vector<int32_t>> inputs = std::move(r.token_inputs);
   for (size_t i = 0; i < r.texts.size(); ++i) {
-    auto ids = st.model.tokenize(r.texts[i], /*add_special=*/true, /*parse_special=*/false);
+    auto ids = model.tokenize(r.texts[i], /*add_special=*/true, /*parse_special=*/false);
     const std::string p = r.texts.size() == 1 ? "input" : "input[" + std::to_string(i) + "]";
     if (!ids.ok()) return send_error(invalid_value(p, ids.status().message()));
     if (ids->empty()) return send_error(invalid_value(p, "the input has no tokens."));
@@ -58,7 +63,7 @@ HttpResponse handle_embeddings(ServerState& st, HttpRequest& req) {
   }
   EmbeddingConfig cfg;
   cfg.dimensions = r.dimensions;
-  auto e = st.model.embed(std::span<const std::vector<int32_t>>(inputs), cfg);
+  auto e = model.embed(std::span<const std::vector<int32_t>>(inputs), cfg);
   if (!e.ok()) {
     const StatusCode c = e.status().code();
     if (c == StatusCode::kInvalidArgument || c == StatusCode::kOutOfRange) {
@@ -67,7 +72,7 @@ HttpResponse handle_embeddings(ServerState& st, HttpRequest& req) {
     return send_error(internal_error(e.status().message()));
   }
   st.metrics.add_prompt_tokens(e->prompt_tokens);
-  return json_response(200, embeddings_response(*e, st.options.model_id, r.base64).dump());
+  return json_response(200, embeddings_response(*e, ref.id, r.base64).dump());
 }
 
 }  // namespace geniex::server

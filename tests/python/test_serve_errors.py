@@ -65,7 +65,9 @@ def test_malformed_and_truncated_json_is_400(gemma_server, body):
     ({"max_tokens": -3}, "max_tokens", "invalid_value"),
     ({"top_logprobs": 30, "logprobs": True}, "top_logprobs", "invalid_value"),
     ({"n": 2}, "n", "unsupported_parameter"),
-    ({"tools": [{"type": "function", "function": {"name": "f"}}]}, "tools", "unsupported_parameter"),
+    ({"tools": [{"type": "function", "function": {"name": "f g"}}]}, "tools[0].function.name",
+     "invalid_value"),
+    ({"functions": [{"name": "f"}]}, "functions", "unsupported_parameter"),
     ({"response_format": {"type": "json_schema"}}, "response_format.json_schema",
      "missing_required_parameter"),
     ({"response_format": {"type": "json_schema", "json_schema": {

@@ -77,6 +77,10 @@ def test_unknown_model_is_a_404_and_the_server_goes_on(multi):
         "tiny-lfm2-f32"
     ok = c.completions.create(model="tiny-lfm2-f32", prompt="Hi", max_tokens=2)
     assert ok.model == "tiny-lfm2-f32"
+    emb = c.embeddings.create(model="tiny-lfm2-f32", input=["Hi", "there"])
+    assert emb.model == "tiny-lfm2-f32" and len(emb.data) == 2
+    with pytest.raises(openai.NotFoundError):
+        c.embeddings.create(model="nope", input="Hi")
 
 
 def test_bad_model_sets_are_usage_errors(geniex_bin, tmp_path):
