@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's judge tools (llama-perplexity, llama-simple, llama-quantize, llama-imatrix) once per machine, from the source that the
+# Builds llama.cpp's judge tools (llama-perplexity, llama-simple, llama-quantize, llama-imatrix,
+# llama-embedding, llama-server) once per machine, from the source that the
 # PyPI sdist of llama-cpp-python carries (pinned below), into the user's cache:
 #
 #   scripts/build_llamacpp.sh [--print-dir]
@@ -16,7 +17,7 @@ CACHE="${GOLDENS_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/geniex-goldens}"
 SRC="$CACHE/llama_cpp_python-$VERSION/vendor/llama.cpp"
 BUILD="$SRC/build"
 BIN="$BUILD/bin"
-TARGETS=(llama-perplexity llama-simple llama-quantize llama-imatrix)
+TARGETS=(llama-perplexity llama-simple llama-quantize llama-imatrix llama-embedding llama-server)
 
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$BIN"
@@ -43,7 +44,7 @@ if [[ ! -f "$SRC/CMakeLists.txt" ]]; then
 fi
 echo "llama.cpp: building ${TARGETS[*]} (once per machine, a few minutes)" >&2
 cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-  -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DBUILD_SHARED_LIBS=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON \
   -DLLAMA_BUILD_EXAMPLES=ON >"$CACHE/llama_tools_build.log" 2>&1 ||
   { tail -n 30 "$CACHE/llama_tools_build.log" >&2; exit 1; }
 cmake --build "$BUILD" --target "${TARGETS[@]}" >>"$CACHE/llama_tools_build.log" 2>&1 ||
