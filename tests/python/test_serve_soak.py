@@ -1,5 +1,6 @@
 """A bounded soak of `geniex serve` on the real model: many clients at once (streamed and whole
-requests, malformed bodies, clients that hang up mid-stream or before reading) for a fixed time.
+requests, malformed bodies, clients that hang up mid-stream or before reading, tool calls, JSON
+schema replies and embeddings mixed in) for a fixed time.
 Afterwards: no crash, no 5xx, metrics back to idle, the server still answers, RSS growth bounded,
 and the access log (read as it is written, so the pipe never fills) has one well-formed line per
 answered request and none of the content.
@@ -29,6 +30,9 @@ SOAK_CLIENTS = int(os.environ.get("GENIEX_SOAK_CLIENTS", "32"))
 # RSS may grow while allocators warm up; beyond this after the first third of the run is a leak.
 RSS_GROWTH_LIMIT_MB = 64
 PROMPTS = ["Name a color.", "1, 2, 3,", "Write a haiku about rain.", "What is 2+2?"]
+TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {
+    "type": "object", "properties": {"q": {"type": "string", "maxLength": 20}}, "required": ["q"]}}}
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
 def client_loop(srv, seed, deadline, stats, errors):
@@ -36,10 +40,23 @@ def client_loop(srv, seed, deadline, stats, errors):
     host, port = srv.url.removeprefix("http://").split(":")
     s = requests.Session()
     while time.monotonic() < deadline:
-        kind = rnd.choices(["stream", "whole", "malformed", "hangup", "info"], [4, 3, 1, 1, 1])[0]
+        kind = rnd.choices(["stream", "whole", "malformed", "hangup", "info", "embed"],
+                           [4, 3, 1, 1, 1, 1])[0]
         body = {"model": srv.model_id, "max_tokens": rnd.randint(1, 16),
                 "temperature": rnd.choice([0, 0.8]), "seed": rnd.randint(0, 1000)}
-        if rnd.random() < 0.5:
+        extra = rnd.choice([None, None, "tools", "schema"])  # agent features mixed in (chat)
+        if extra == "tools":
+            body["messages"] = [{"role": "user", "content": rnd.choice(PROMPTS)}]
+            body["tools"] = [TOOL]
+            body["tool_choice"] = rnd.choice(["auto", "required"])
+            body["max_tokens"] = rnd.randint(4, 48)
+            path = "/chat/completions"
+        elif extra == "schema":
+            body["messages"] = [{"role": "user", "content": rnd.choice(PROMPTS)}]
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "n", "schema": SCHEMA}}
+            path = "/chat/completions"
+        elif rnd.random() < 0.5:
             body["messages"] = [{"role": "user", "content": rnd.choice(PROMPTS)}]
             path = "/chat/completions"
         else:
@@ -84,6 +101,13 @@ def client_loop(srv, seed, deadline, stats, errors):
                 time.sleep(rnd.random() * 0.3)
                 sock.close()
                 stats["hangup"] += 1
+            elif kind == "embed":
+                r = s.post(srv.base_url + "/embeddings", timeout=60,
+                           json={"model": srv.model_id,
+                                 "input": rnd.sample(PROMPTS, rnd.randint(1, len(PROMPTS)))})
+                stats[r.status_code] += 1
+                if r.status_code not in (200, 429):
+                    errors.append(f"embed {r.status_code}: {r.text[:200]}")
             else:
                 r = s.get(srv.url + rnd.choice(["/health", "/metrics", "/v1/models"]), timeout=30)
                 stats[r.status_code] += 1
