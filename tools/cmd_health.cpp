@@ -99,10 +99,13 @@ bool connect_to(const std::string& host, int port, Clock::time_point deadline, S
   return false;
 }
 
-/// GET /health; fills `status_line` and `body` or `why`.
+/// GET /health; fills `response` or `why`.
 bool get_health(const Socket& s, const std::string& host, Clock::time_point deadline,
                 std::string& response, std::string& why) {
-  const std::string req = "GET /health HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\n\r\n";
+  // An IPv6 literal goes in brackets in the Host header.
+  const std::string authority = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  const std::string req =
+      "GET /health HTTP/1.1\r\nHost: " + authority + "\r\nConnection: close\r\n\r\n";
   size_t sent = 0;
   while (sent < req.size()) {
     if (!wait_for(s.fd, POLLOUT, deadline)) {
@@ -161,7 +164,10 @@ int run_health(const HealthOptions& o) {
   const int port = o.port >= 0 ? o.port : endpoint->port;
   // A server bound to every address answers on loopback.
   if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
-  if (host == "::" || host == "[::]") host = "::1";
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);  // [::1] as in a URL
+  }
+  if (host == "::") host = "::1";
   const std::string where = host + ":" + std::to_string(port);
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::llround(o.timeout * 1000.0));
   Socket s;
