@@ -254,8 +254,53 @@ def test_apply_chat_template_forms(tok, native):
     both = tok.apply_chat_template([msgs, msgs + [{"role": "assistant", "content": "Yo"}]],
                                    tokenize=False)
     assert isinstance(both, list) and len(both) == 2
+    with pytest.raises(TypeError, match="JSON-schema"):
+        tok.apply_chat_template(msgs, tools=[len])  # transformers converts functions; we do not
     with pytest.raises(NotImplementedError):
-        tok.apply_chat_template(msgs, tools=[{"name": "f"}])
+        tok.apply_chat_template(msgs, chat_template="{{ messages }}")
+
+
+def test_apply_chat_template_tools_documents_and_variables_as_transformers(monkeypatch):
+    """tools=, documents= and template variables reach the template as transformers passes
+    them: the tiny Qwen 3's template (Hermes tools, enable_thinking) rendered by Python jinja2
+    in transformers' environment (tests/data/chat_templates/make_goldens.py) is the judge."""
+    import datetime
+    import json
+    import sys
+
+    import gguf
+    from geniex.transformers import AutoTokenizer
+
+    root = Path(__file__).resolve().parents[2]
+    path = root / "tests/data/models/tiny-qwen3-f32.gguf"
+    field = gguf.GGUFReader(path).fields["tokenizer.chat_template"]
+    template = bytes(field.parts[field.data[0]]).decode()
+    monkeypatch.syspath_prepend(str(root / "tests/data/chat_templates"))
+    import make_goldens
+    env = make_goldens.make_env(datetime.datetime.now())
+    tools = [{"type": "function", "function": {
+        "name": "get_weather", "description": "Weather — 天気",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}}]
+    conv = [{"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": "",
+             "tool_calls": [{"type": "function", "function": {
+                 "name": "get_weather", "arguments": {"city": "Paris", "days": [1, 2.5]}}}]},
+            {"role": "tool", "content": "21 degrees", "name": "get_weather"}]
+    tok = AutoTokenizer.from_pretrained(str(path))
+    for kwargs in ({"tools": tools}, {"tools": tools, "enable_thinking": False},
+                   {"documents": [{"title": "a", "text": "b"}]}):
+        got = tok.apply_chat_template(conv, tokenize=False, add_generation_prompt=True, **kwargs)
+        ctx = {"messages": conv, "tools": None, "documents": None, "add_generation_prompt": True,
+               "bos_token": "", "eos_token": "<|im_end|>", **kwargs}
+        assert got == env.from_string(template).render(**ctx), kwargs
+    # Arguments given as JSON text render like the dict (the template's tojson sees the dict).
+    conv_text = json.loads(json.dumps(conv))
+    conv_text[1]["tool_calls"][0]["function"]["arguments"] = json.dumps(
+        conv[1]["tool_calls"][0]["function"]["arguments"])
+    assert tok.apply_chat_template(conv_text, tokenize=False, tools=tools) == \
+        tok.apply_chat_template(conv, tokenize=False, tools=tools)
+    del sys.modules["make_goldens"]
 
 
 def test_generate_greedy_forms_and_batches(tok, model, native):

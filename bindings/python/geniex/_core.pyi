@@ -464,8 +464,10 @@ class Model:
         Like generate() (a str or token ids) or chat() (messages), as an iterator of pieces.
         """
 
-    def apply_chat_template(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True) -> str:
-        """The chat template's rendering."""
+    def apply_chat_template(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = True, *, tools: Sequence[Mapping[str, Any]] | None = None, extra_context: Mapping[str, Any] | None = None) -> str:
+        """
+        The chat template's rendering; tools (a list of JSON-schema tool dicts) and extra_context (more template variables, e.g. {'enable_thinking': False, 'documents': [...]}) as transformers passes them.
+        """
 
     def chat_tokens(self, messages: Sequence[Mapping[str, Any]]) -> list[int]:
         """The ids chat() feeds the model for messages."""

@@ -408,19 +408,29 @@ void bind_model_class(nb::module_& m) {
               "typing.Any) -> TokenStream"));
   cls.def(
       "apply_chat_template",
-      [](PyModel& self, nb::handle messages, bool add_generation_prompt) {
+      [](PyModel& self, nb::handle messages, bool add_generation_prompt, nb::handle tools,
+         nb::handle extra_context) {
         auto model = self.get();
         auto msgs = to_messages(messages);
+        ChatTemplateOptions opts;
+        if (!tools.is_none()) opts.tools = json_text(tools);
+        if (!extra_context.is_none()) opts.extra_context = json_text(extra_context);
         Result<std::string> r = [&] {
           nb::gil_scoped_release unlocked;
-          return model->apply_chat_template(msgs, add_generation_prompt);
+          return model->apply_chat_template(msgs, add_generation_prompt, opts);
         }();
         return to_str(unwrap(std::move(r)));
       },
-      "messages"_a, "add_generation_prompt"_a = true, "The chat template's rendering.",
+      "messages"_a, "add_generation_prompt"_a = true, nb::kw_only(), "tools"_a.none() = nb::none(),
+      "extra_context"_a.none() = nb::none(),
+      "The chat template's rendering; tools (a list of JSON-schema tool dicts) and extra_context "
+      "(more template variables, e.g. {'enable_thinking': False, 'documents': [...]}) as "
+      "transformers passes them.",
       nb::sig("def apply_chat_template(self, messages: "
               "collections.abc.Sequence[collections.abc.Mapping[str, typing.Any]], "
-              "add_generation_prompt: bool = True) -> str"));
+              "add_generation_prompt: bool = True, *, tools: "
+              "collections.abc.Sequence[collections.abc.Mapping[str, typing.Any]] | None = None, "
+              "extra_context: collections.abc.Mapping[str, typing.Any] | None = None) -> str"));
   cls.def(
       "chat_tokens",
       [](PyModel& self, nb::handle messages) {

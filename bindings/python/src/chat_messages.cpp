@@ -78,9 +78,41 @@ std::vector<ChatMessage> to_messages(nb::handle messages) {
       for (nb::handle part : content) msg.parts.push_back(to_part(part, where));
       if (msg.parts.empty()) msg.parts.push_back(ContentPart::text_part(""));
     }
+    nb::object calls = field(item, "tool_calls");
+    if (!calls.is_none()) {
+      for (nb::handle call : calls) {
+        nb::object fn = field(call, "function");
+        nb::object name = fn.is_none() ? nb::none() : field(fn, "name");
+        if (name.is_none() || !nb::isinstance<nb::str>(name)) {
+          throw StatusError(invalid_argument(where + ": a tool call needs function.name"));
+        }
+        ToolCall tc;
+        tc.name = nb::cast<std::string>(name);
+        nb::object id = field(call, "id");
+        if (!id.is_none()) tc.id = nb::cast<std::string>(nb::str(id));
+        nb::object args = field(fn, "arguments");
+        if (nb::isinstance<nb::str>(args)) {
+          tc.arguments = nb::cast<std::string>(args);
+        } else if (!args.is_none()) {
+          tc.arguments = json_text(args);
+        } else {
+          tc.arguments = "{}";
+        }
+        msg.tool_calls.push_back(std::move(tc));
+      }
+    }
+    for (auto [key, dst] : {std::pair{"tool_call_id", &msg.tool_call_id}, {"name", &msg.name}}) {
+      nb::object v = field(item, key);
+      if (!v.is_none()) *dst = nb::cast<std::string>(nb::str(v));
+    }
     out.push_back(std::move(msg));
   }
   return out;
+}
+
+std::string json_text(nb::handle value) {
+  nb::object dumps = nb::module_::import_("json").attr("dumps");
+  return nb::cast<std::string>(dumps(value, nb::arg("ensure_ascii") = false));
 }
 
 std::vector<Image> to_images(nb::handle images) {

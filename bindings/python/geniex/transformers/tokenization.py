@@ -4,7 +4,6 @@ tokenizer and chat template (the engine's, byte-identical to llama.cpp's)."""
 from __future__ import annotations
 
 import os
-import warnings
 from collections import UserDict
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
@@ -274,19 +273,28 @@ class GenieXTokenizer:
         built-in one for the family). ``tokenize=False``: the text. ``tokenize=True``: ids
         (special tokens parsed, none added), as a :class:`BatchEncoding` that also acts as the
         ids (Transformers 4.x and 5.x code both work) unless ``return_dict`` says which."""
-        if tools is not None or documents is not None or chat_template is not None:
-            raise NotImplementedError("apply_chat_template: tools=, documents= and chat_template= "
-                                      "are not supported by GenieX yet")
+        if chat_template is not None:
+            raise NotImplementedError("apply_chat_template: chat_template= is not supported by "
+                                      "GenieX yet (the model's own template is used)")
         if continue_final_message:
             raise NotImplementedError("apply_chat_template: continue_final_message=True is not "
                                       "supported by GenieX yet")
-        unknown = {k for k in template_kwargs if k not in ("return_assistant_tokens_mask",)}
-        if unknown:
-            warnings.warn(f"apply_chat_template: template variables {sorted(unknown)} are "
-                          "ignored by GenieX's template renderer", stacklevel=2)
+        if tools is not None:
+            tools = list(tools)
+            for t in tools:
+                if not isinstance(t, dict):
+                    raise TypeError("apply_chat_template: GenieX takes tools as JSON-schema "
+                                    "dicts ({'type': 'function', 'function': {...}}), not "
+                                    f"{type(t).__name__}")
+        # Template variables go to the template as transformers passes them (enable_thinking,
+        # documents, date_string, ...).
+        extra = {k: v for k, v in template_kwargs.items() if k != "return_assistant_tokens_mask"}
+        if documents is not None:
+            extra["documents"] = documents
         batched = _is_batch_of_conversations(conversation)
         convs = list(conversation) if batched else [conversation]
-        texts = [self._model.apply_chat_template(c, add_generation_prompt=add_generation_prompt)
+        texts = [self._model.apply_chat_template(c, add_generation_prompt=add_generation_prompt,
+                                                 tools=tools, extra_context=extra or None)
                  for c in convs]
         if not tokenize:
             return texts if batched else texts[0]
