@@ -119,7 +119,9 @@ def client_loop(srv, seed, deadline, stats, errors):
 
 
 def test_soak_many_clients_with_disconnects(geniex_bin, gemma_gguf):
-    srv = start_server(geniex_bin, gemma_gguf, "--parallel", "4", "--queue", "16")
+    # Every client shares one address here: each keeps a connection and hang-ups add more.
+    srv = start_server(geniex_bin, gemma_gguf, "--parallel", "4", "--queue", "16",
+                       "--max-conns-per-client", str(max(64, 2 * SOAK_CLIENTS + 16)))
     try:
         proc = psutil.Process(srv.proc.pid)
         stats: collections.Counter = collections.Counter()
