@@ -40,7 +40,11 @@ Result<ImatrixStats> collect_imatrix(const gguf::GgufFile& model, std::span<cons
 
   GENIEX_ASSIGN_OR_RETURN(models::ModelConfig cfg, models::load_config(model));
   GENIEX_ASSIGN_OR_RETURN(models::ModelWeights w, models::bind_weights(model, cfg));
-  GENIEX_ASSIGN_OR_RETURN(models::ForwardGraph fg, models::build_forward_graph(cfg, w, opts.n_ctx));
+  // No output head: llama-imatrix leaves output.weight out, and the head is the largest matmul.
+  models::ForwardSpec spec;
+  spec.n_tokens = opts.n_ctx;
+  spec.hidden_only = true;
+  GENIEX_ASSIGN_OR_RETURN(models::ForwardGraph fg, models::build_forward_graph(cfg, w, spec));
 
   // Every MatMul whose first input is a layer weight: the weight's name and the activations.
   std::map<graph::NodeId, std::string> weight_names;
@@ -64,7 +68,6 @@ Result<ImatrixStats> collect_imatrix(const gguf::GgufFile& model, std::span<cons
   std::vector<int32_t> ids(n_ctx);
   std::vector<int32_t> pos(n_ctx);
   for (size_t i = 0; i < n_ctx; ++i) pos[i] = static_cast<int32_t>(i);
-  std::vector<float> logits(n_ctx * cfg.n_vocab);
   for (int32_t c = 0; c < n_chunks; ++c) {
     if (opts.on_chunk) opts.on_chunk(c, n_chunks);
     std::memcpy(ids.data(), tokens.data() + static_cast<size_t>(c) * n_ctx,
@@ -80,7 +83,6 @@ Result<ImatrixStats> collect_imatrix(const gguf::GgufFile& model, std::span<cons
     bindings.bind_input(fg.token_ids, std::span<const int32_t>(ids));
     bindings.bind_input(fg.positions, std::span<const int32_t>(pos));
     models::bind_forward_weights(fg, bindings);
-    bindings.bind_output(fg.logits, std::span<float>(logits));
     for (auto& [node, buf] : captured) bindings.bind_output(node, std::span<float>(buf));
     GENIEX_TRY(graph::run_reference(fg.graph, bindings));
     for (const Tap& t : taps) {
