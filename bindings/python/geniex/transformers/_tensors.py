@@ -41,6 +41,14 @@ class Tensor(np.ndarray):
     def long(self) -> "Tensor":
         return self
 
+    # numpy's printing reads .size as the element count, which size() shadows: print as torch.
+    def __repr__(self) -> str:
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        return f"tensor({body})"
+
+    def __str__(self) -> str:
+        return repr(self)
+
 
 def _torch():
     try:

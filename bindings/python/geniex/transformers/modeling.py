@@ -15,12 +15,18 @@ import numpy as np
 
 import geniex
 
-from ._resolve import resolve
+from ._resolve import find_mmproj, resolve
 from ._tensors import as_rows, kind_of, to_return_type
 from .configuration import GenerationConfig
 from .streamers import TextStreamer
 
-__all__ = ["AutoModelForCausalLM", "CausalLMOutput", "GenieXForCausalLM"]
+__all__ = ["AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForVision2Seq",
+           "CausalLMOutput", "GenieXForCausalLM", "GenieXForImageTextToText"]
+
+# What Transformers' image processors add beside pixel_values; the engine preprocesses the images
+# itself, so generate() takes and drops them.
+_IMAGE_EXTRAS = ("pixel_attention_mask", "spatial_shapes", "image_sizes", "image_grid_thw",
+                 "image_attention_mask", "aspect_ratio_ids", "aspect_ratio_mask")
 
 _UNSUPPORTED = {
     "num_beams": lambda v: v not in (None, 1),
@@ -170,9 +176,14 @@ class GenieXForCausalLM:
         ``do_sample=True``; rows of a batch run concurrently (the engine batches them)."""
         input_ids = kwargs.pop("input_ids", None)
         attention_mask = kwargs.pop("attention_mask", None)
+        pixel_values = kwargs.pop("pixel_values", None)
+        for extra in _IMAGE_EXTRAS:
+            kwargs.pop(extra, None)
         if isinstance(inputs, Mapping):
             if attention_mask is None:
                 attention_mask = inputs.get("attention_mask")
+            if pixel_values is None:
+                pixel_values = inputs.get("pixel_values")
             inputs = inputs["input_ids"]
         if inputs is None:
             inputs = input_ids
@@ -202,17 +213,21 @@ class GenieXForCausalLM:
             if masks is not None:
                 row = [t for t, m in zip(row, masks[i]) if m]
             prompts.append(row)
+        images = self._images_of(pixel_values, len(rows))
         results: list[Optional[list[int]]] = [None] * len(rows)
         errors: list[BaseException] = []
 
+        def one(i: int) -> list[int]:
+            return self._generate_row(prompts[i], gc, eos, streamer, images[i], pixel_values, i)
+
         def run(i: int) -> None:
             try:
-                results[i] = self._generate_row(prompts[i], gc, eos, streamer)
+                results[i] = one(i)
             except BaseException as e:  # re-raised on the caller's thread
                 errors.append(e)
 
         if len(rows) == 1:
-            results[0] = self._generate_row(prompts[0], gc, eos, streamer)
+            results[0] = one(0)
         else:
             threads = [threading.Thread(target=run, args=(i,)) for i in range(len(rows))]
             for t in threads:
@@ -226,8 +241,34 @@ class GenieXForCausalLM:
         out = [r + [pad] * (width - len(r)) for r in out]
         return to_return_type(out, kind) if kind else out
 
+    def _images_of(self, pixel_values: Any, n_rows: int) -> list[list[Any]]:
+        """The images of each row from ``pixel_values`` (the processor's ImageInputs)."""
+        if pixel_values is None:
+            return [[] for _ in range(n_rows)]
+        rows = getattr(pixel_values, "rows", None)
+        if rows is None:
+            raise TypeError("pixel_values must come from geniex.transformers' AutoProcessor (the "
+                            "engine preprocesses images itself; pixel tensors are not taken)")
+        if len(rows) != n_rows:
+            raise ValueError(f"pixel_values holds images for {len(rows)} rows, input_ids has "
+                             f"{n_rows}")
+        if any(rows) and not self._model.info.image_marker:
+            raise ValueError(f"{self.name_or_path}: images need a vision-language model loaded "
+                             "with its mmproj (AutoModelForImageTextToText.from_pretrained(..., "
+                             "mmproj=PATH) or an mmproj-*.gguf beside the model)")
+        return [list(r) for r in rows]
+
+    def _prompt_text(self, prompt: list[int], pixel_values: Any, row: int) -> str:
+        """The text the engine reads for an image prompt: the processor's own text when the ids
+        are unchanged, else the ids spelled out (special tokens as their text)."""
+        text = pixel_values.text_for(row, prompt) if pixel_values is not None else None
+        if text is not None:
+            return text
+        return "".join(self._model.token_piece(t) for t in prompt)
+
     def _generate_row(self, prompt: list[int], gc: GenerationConfig, eos: set[int],
-                      streamer: Any) -> list[int]:
+                      streamer: Any, images: Optional[list[Any]] = None,
+                      pixel_values: Any = None, row: int = 0) -> list[int]:
         config = self._config_for(gc, len(prompt))
         cancel = geniex.CancelToken()
         ours = isinstance(streamer, TextStreamer)
@@ -242,7 +283,15 @@ class GenieXForCausalLM:
             return token not in eos
 
         try:
-            out = self._model.generate(prompt, config, on_token=on_token, cancel=cancel)
+            if images:
+                # The engine tokenizes the prompt's text itself (special tokens parsed, nothing
+                # added: the ids already hold BOS) and puts image i at the i-th image token.
+                config.parse_special = True
+                config.add_special = False
+                out = self._model.generate(self._prompt_text(prompt, pixel_values, row), config,
+                                           on_token=on_token, cancel=cancel, images=images)
+            else:
+                out = self._model.generate(prompt, config, on_token=on_token, cancel=cancel)
         finally:
             if ours:
                 streamer.end()
@@ -265,3 +314,48 @@ class AutoModelForCausalLM:
     def from_pretrained(pretrained_model_name_or_path: Union[str, os.PathLike], *args: Any,
                         **kwargs: Any) -> GenieXForCausalLM:
         return GenieXForCausalLM.from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+
+
+class GenieXForImageTextToText(GenieXForCausalLM):
+    """A vision-language GGUF model (with its mmproj vision encoder): ``generate(**inputs)``
+    takes the processor's ``pixel_values`` (the images) beside ``input_ids``."""
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: Union[str, os.PathLike], *args: Any,
+                        gguf_file: Optional[str] = None, device_map: Any = None,
+                        dtype: Any = None, torch_dtype: Any = None, n_ctx: Optional[int] = None,
+                        n_threads: Optional[int] = None,
+                        mmproj: Optional[Union[str, os.PathLike]] = None,
+                        **kwargs: Any) -> "GenieXForImageTextToText":
+        """Loads a GGUF file, folder or mapped model id with its vision encoder: ``mmproj=``,
+        the one mapped with the id, or an ``mmproj-*.gguf`` beside the model (see
+        :func:`geniex.transformers.find_mmproj`). Without one, a text-only model loads and
+        ``generate`` refuses images."""
+        for name, value in (("dtype", dtype), ("torch_dtype", torch_dtype)):
+            if value not in (None, "auto"):
+                warnings.warn(f"{name}={value!r} is ignored: GenieX runs the GGUF file's weight "
+                              "types", stacklevel=3)
+        path = resolve(pretrained_model_name_or_path, gguf_file)
+        proj = find_mmproj(pretrained_model_name_or_path, path, mmproj)
+        device = _device_of(device_map)
+        model = geniex.load(path, device=device, n_ctx=n_ctx or 4096, n_threads=n_threads or 0,
+                            mmproj=proj)
+        return cls(model, os.fspath(pretrained_model_name_or_path), device)
+
+
+class AutoModelForImageTextToText:
+    """``AutoModelForImageTextToText.from_pretrained(path_or_id, device_map=...)``."""
+
+    def __init__(self) -> None:
+        raise EnvironmentError(f"{type(self).__name__} is created with "
+                               f"{type(self).__name__}.from_pretrained(...)")
+
+    @staticmethod
+    def from_pretrained(pretrained_model_name_or_path: Union[str, os.PathLike], *args: Any,
+                        **kwargs: Any) -> GenieXForImageTextToText:
+        return GenieXForImageTextToText.from_pretrained(pretrained_model_name_or_path, *args,
+                                                        **kwargs)
+
+
+class AutoModelForVision2Seq(AutoModelForImageTextToText):
+    """Transformers 4.x's name of :class:`AutoModelForImageTextToText`."""
