@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -25,6 +27,9 @@ struct QuantizeFlags {
   std::string output_type;
   std::string token_embd_type;
 };
+
+std::atomic<bool> g_stop{false};
+extern "C" void quantize_stop_signal(int) { g_stop.store(true); }
 
 double mib(uint64_t b) { return static_cast<double>(b) / 1024.0 / 1024.0; }
 
@@ -71,8 +76,13 @@ int run_quantize(const QuantizeFlags& f) {
       std::fflush(stderr);
     };
   }
+  opts.cancel = &g_stop;
+  std::signal(SIGINT, quantize_stop_signal);
+  std::signal(SIGTERM, quantize_stop_signal);
   const auto start = std::chrono::steady_clock::now();
   auto r = quantize::quantize_model(f.input, f.output, opts);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
   if (tty) std::fputs("\r\033[K", stderr);
   if (!r.ok()) {
     std::fprintf(stderr, "geniex quantize: %s\n", r.status().message().c_str());

@@ -151,7 +151,8 @@ struct Plan {
 };
 
 // Quantizes one tensor slab by slab into `out`, rows spread over the pool.
-Status quantize_tensor(const Plan& p, ThreadPool& pool, TempOutput& out) {
+Status quantize_tensor(const Plan& p, ThreadPool& pool, TempOutput& out,
+                       const std::atomic<bool>* cancel) {
   const uint64_t n_per_row = p.desc.ne[0];
   const uint64_t rows_per_expert = p.desc.ne[1];
   const uint64_t n_rows = p.desc.ne[1] * p.desc.ne[2] * p.desc.ne[3];
@@ -168,6 +169,8 @@ Status quantize_tensor(const Plan& p, ThreadPool& pool, TempOutput& out) {
   Status first_error;
   std::atomic<bool> failed{false};
   for (uint64_t r0 = 0; r0 < n_rows; r0 += slab_rows) {
+    if (cancel != nullptr && cancel->load())
+      return Status(StatusCode::kResourceExhausted, "interrupted; nothing written");
     const uint64_t rows = std::min(slab_rows, n_rows - r0);
     const auto n_tasks = static_cast<int64_t>((rows + rows_per_task - 1) / rows_per_task);
     pool.parallel_for(n_tasks, [&](int64_t task, int thread) {
@@ -331,12 +334,15 @@ Result<QuantizeReport> quantize_model(const std::string& in_path, const std::str
   GENIEX_TRY(out->write(header.data(), header.size()));
   for (size_t k = 0; k < plans.size(); ++k) {
     const Plan& p = plans[k];
+    if (opts.cancel != nullptr && opts.cancel->load()) {
+      return Status(StatusCode::kResourceExhausted, "interrupted; nothing written");
+    }
     if (opts.on_tensor) opts.on_tensor(k, plans.size(), p.desc.name, p.src->type, p.choice.type);
     const uint64_t before = out->written();
     if (p.src->type == p.choice.type) {
       GENIEX_TRY(out->write(p.src->data.data(), p.src->data.size()));
     } else {
-      GENIEX_TRY(quantize_tensor(p, *pool, *out));
+      GENIEX_TRY(quantize_tensor(p, *pool, *out, opts.cancel));
     }
     rep.size_out += out->written() - before;
     GENIEX_TRY(out->pad(align));

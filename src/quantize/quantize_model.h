@@ -5,6 +5,7 @@
 // so OUT is either complete or absent; rows are quantized in parallel on a thread pool.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -24,6 +25,8 @@ struct QuantizeOptions {
   int threads = 0;           ///< <= 0: the CPUs this process may use
   /// Called before each tensor: index (0-based), count, name, source and target type.
   std::function<void(size_t, size_t, const std::string&, GgmlType, GgmlType)> on_tensor;
+  /// Set (e.g. by a signal handler) to stop between slabs: an error, the temp file removed.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct QuantizeReport {
