@@ -123,6 +123,13 @@ def test_flags_match_llama_quantize(geniex_bin, llama_quantize, models, tmp_path
         assert ref == ours, f"{flags} on {name}"
 
 
+@pytest.mark.parametrize("qtype", ["Q4_K_M", "Q8_0", "IQ4_NL", "BF16"])
+def test_f32_sources_match_llama_quantize(geniex_bin, llama_quantize, tmp_path, qtype):
+    for arch in ["llama", "gemma3", "lfm2"]:
+        ref, ours, _ = both(geniex_bin, llama_quantize, tmp_path, MODELS / f"tiny-{arch}-f32.gguf", qtype)
+        assert ref == ours, f"{qtype} from F32 on {arch}"
+
+
 @pytest.mark.parametrize("qtype", WEIGHTED)
 def test_imatrix_byte_identical(geniex_bin, llama_quantize, models, tmp_path, qtype):
     for name in ["wide-qwen3", "wide-gemma3", "llama"]:
