@@ -1,7 +1,9 @@
 #include "quantize/imatrix_collect.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <set>
 #include <utility>
 
@@ -22,7 +24,40 @@ struct Tap {
   graph::NodeId input = 0;  ///< the activations multiplied with it
 };
 
+void add_to_range(ActivationRange& r, std::mt19937_64& rng, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float v = x[i];
+    if (r.n == 0) {
+      r.min = r.max = v;
+    } else {
+      r.min = std::min(r.min, v);
+      r.max = std::max(r.max, v);
+    }
+    r.sum_sq += static_cast<double>(v) * v;
+    ++r.n;
+    if (r.sample.size() < kRangeSample) {
+      r.sample.push_back(v);
+    } else {
+      const uint64_t k = std::uniform_int_distribution<uint64_t>(0, r.n - 1)(rng);
+      if (k < kRangeSample) r.sample[k] = v;
+    }
+  }
+}
+
 }  // namespace
+
+float range_percentile(const ActivationRange& r, double p, bool absolute) {
+  if (r.sample.empty()) return 0.0f;
+  std::vector<float> v = r.sample;
+  if (absolute) {
+    for (float& x : v) x = std::fabs(x);
+  }
+  const auto n = static_cast<double>(v.size());
+  auto k = static_cast<size_t>(std::max(0.0, std::ceil(p / 100.0 * n) - 1.0));
+  k = std::min(k, v.size() - 1);
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return v[k];
+}
 
 Result<ImatrixStats> collect_imatrix(const gguf::GgufFile& model, std::span<const int32_t> tokens,
                                      const ImatrixOptions& opts) {
@@ -65,6 +100,7 @@ Result<ImatrixStats> collect_imatrix(const gguf::GgufFile& model, std::span<cons
 
   ImatrixStats stats;
   stats.chunk_size = opts.n_ctx;
+  std::mt19937_64 rng(0x6765'6e69'6578ULL);
   std::vector<int32_t> ids(n_ctx);
   std::vector<int32_t> pos(n_ctx);
   for (size_t i = 0; i < n_ctx; ++i) pos[i] = static_cast<int32_t>(i);
@@ -98,6 +134,7 @@ Result<ImatrixStats> collect_imatrix(const gguf::GgufFile& model, std::span<cons
         for (size_t j = 0; j < ne0; ++j) acc[j] += static_cast<double>(row[j]) * row[j];
       }
       stats.counts[t.weight] += rows;
+      if (opts.ranges) add_to_range(stats.ranges[t.weight], rng, x.data(), x.size());
       for (double v : acc) {
         if (!std::isfinite(v))
           return invalid_argument("imatrix: non-finite activations in " + t.weight);

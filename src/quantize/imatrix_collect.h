@@ -21,9 +21,26 @@
 
 namespace geniex::quantize {
 
+/// The range of the activations multiplied with one weight, over every token and column: what
+/// the NPU path needs to pick static int8/int16 activation scales.
+struct ActivationRange {
+  float min = 0.0f;
+  float max = 0.0f;
+  double sum_sq = 0.0;  ///< sum of x^2 over all values
+  uint64_t n = 0;       ///< values seen
+  /// Every value while there are at most kRangeSample, then a uniform sample of that many
+  /// (reservoir sampling with a fixed seed: the same text gives the same file).
+  std::vector<float> sample;
+};
+inline constexpr size_t kRangeSample = size_t{1} << 20;
+
+/// The nearest-rank percentile `p` (0..100) of the sample, of |x| when `absolute`.
+float range_percentile(const ActivationRange& r, double p, bool absolute);
+
 struct ImatrixStats {
   std::map<std::string, std::vector<double>> sums;  ///< weight name -> per-column sum of x^2
   std::map<std::string, int64_t> counts;            ///< weight name -> tokens seen
+  std::map<std::string, ActivationRange> ranges;    ///< with ImatrixOptions::ranges
   int32_t chunk_size = 0;
   int32_t chunks = 0;
 };
@@ -33,6 +50,7 @@ struct ImatrixOptions {
   int32_t n_chunks = -1;  ///< < 0: every whole chunk of the text
   bool add_bos = false;   ///< the first token of every chunk becomes `bos`
   int32_t bos = 0;
+  bool ranges = false;  ///< also record ActivationRange per weight
   std::function<void(int32_t chunk, int32_t n_chunks)> on_chunk;
 };
 

@@ -75,3 +75,28 @@ def test_bad_input(geniex_bin, tmp_path):
     r = run([geniex_bin, "imatrix", "-m", model, "-f", TEXT, "-o", out, "-c", "8"])
     assert r.returncode == 2
     assert not out.exists()
+
+
+def test_activation_ranges(geniex_bin, tmp_path):
+    """--activation-ranges: one entry per imatrix entry, ordered statistics, and the mean square
+    of every weight's inputs equal to what the imatrix sums say."""
+    import json
+
+    im, rj = tmp_path / "im.gguf", tmp_path / "ranges.json"
+    r = run([geniex_bin, "imatrix", "-m", MODELS / "tiny-gemma3-f32.gguf", "-f", TEXT, "-o", im,
+             "-c", "64", "--chunks", "2", "--activation-ranges", rj])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(rj.read_text())
+    assert doc["format"] == "geniex.activation_ranges" and doc["version"] == 1
+    assert doc["chunks"] == 2 and doc["chunk_size"] == 64
+    sums, _ = read(im)
+    names = {n[: -len(".in_sum2")] for n in sums if n.endswith(".in_sum2")}
+    assert set(doc["tensors"]) == names
+    for name, t in doc["tensors"].items():
+        s = sums[name + ".in_sum2"]
+        count = sums[name + ".counts"][0]
+        assert t["tokens"] == count and t["values"] == count * len(s) and t["exact"]
+        assert t["min"] <= t["p0.1"] <= t["p1"] <= t["p50"] <= t["p99"] <= t["p99.9"] <= t["max"]
+        assert t["abs_p99"] <= t["abs_p99.9"] <= t["abs_p99.99"] <= max(-t["min"], t["max"])
+        want = s.sum() / (count * len(s))
+        assert abs(t["mean_square"] - want) <= 1e-5 * want, name
