@@ -16,7 +16,7 @@ from conftest import REPO, run
 MODELS = REPO / "tests" / "data" / "models"
 ARCHS = ["llama", "mistral", "qwen2", "qwen3", "gemma3", "lfm2"]
 TYPES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L",
-         "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS", "F16", "BF16"]
+         "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS", "F16", "BF16", "F32"]
 WEIGHTED = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_S", "Q6_K",
             "IQ4_NL", "IQ4_XS"]
 
@@ -125,7 +125,7 @@ def test_flags_match_llama_quantize(geniex_bin, llama_quantize, models, tmp_path
 
 @pytest.mark.parametrize("qtype", ["Q4_K_M", "Q8_0", "IQ4_NL", "BF16"])
 def test_f32_sources_match_llama_quantize(geniex_bin, llama_quantize, tmp_path, qtype):
-    for arch in ["llama", "gemma3", "lfm2"]:
+    for arch in ["llama", "gemma3", "lfm2", "lfm2vl"]:
         ref, ours, _ = both(geniex_bin, llama_quantize, tmp_path, MODELS / f"tiny-{arch}-f32.gguf", qtype)
         assert ref == ours, f"{qtype} from F32 on {arch}"
 
