@@ -12,7 +12,11 @@ Goldens tooling only (not used by the build, the tests or CI).  Writes tests/dat
                                    normalised): sentence-transformers' encode() for the BERT mean
                                    pooling, transformers' last_hidden_state (after the final norm)
                                    for the decoders tests/data/hf/{llama,qwen3} (the sources of
-                                   tests/data/models/tiny-{llama,qwen3}-f32.gguf)
+                                   tests/data/models/tiny-{llama,qwen3}-f32.gguf), and
+                                   sentence-transformers' encode() (dense projections and
+                                   Normalize included: "mean" is its output) for
+  tiny-gemma-embedding/            EmbeddingGemma's form (make_gemma_embedding), converted with
+  tiny-gemma-embedding-f32.gguf    --sentence-transformers-dense-modules (gemma-embedding)
 
   ~/.cache/geniex-goldens/venv/bin/python scripts/goldens/make_tiny_embed.py
 (needs `pip install sentence-transformers` in that venv.)
@@ -88,11 +92,72 @@ def make_bert(mdir: Path) -> None:
     st.save(str(mdir))
 
 
-def convert(mdir: Path, out: Path, pre: str | None) -> None:
+def make_gemma_embedding(mdir: Path) -> None:
+    """EmbeddingGemma's form: Gemma3TextModel with bidirectional attention (the tiny gemma3's
+    config and tokenizer, fresh random weights), mean pooling, Dense 64->128 and 128->64 (no bias,
+    identity activation), Normalize, as google/embeddinggemma-300m's modules are laid out."""
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer, models
+    from transformers import Gemma3TextConfig, Gemma3TextModel
+
+    torch.manual_seed(SEED + 1)
+    raw = Path(tempfile.mkdtemp(prefix="tiny-gemma-embedding-"))
+    cfg = json.loads((HF / "gemma3" / "config.json").read_text(encoding="utf-8"))
+    cfg.update({"architectures": ["Gemma3TextModel"], "use_bidirectional_attention": True,
+                "sliding_window": 128, "initializer_range": 0.2})
+    config = Gemma3TextConfig(**{k: v for k, v in cfg.items() if k != "transformers_version"})
+    model = Gemma3TextModel(config).eval()
+    with torch.no_grad():  # non-trivial norms
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(raw, safe_serialization=True)
+    for f in ("tokenizer.model", "tokenizer_config.json"):
+        shutil.copy(HF / "gemma3" / f, raw / f)
+    word = models.Transformer(str(raw), max_seq_length=128)
+    pool = models.Pooling(word.get_embedding_dimension(), pooling_mode="mean")
+    d2 = models.Dense(64, 128, bias=False, activation_function=torch.nn.Identity())
+    d3 = models.Dense(128, 64, bias=False, activation_function=torch.nn.Identity())
+    with torch.no_grad():
+        d2.linear.weight.normal_(0, 0.2)
+        d3.linear.weight.normal_(0, 0.2)
+    st = SentenceTransformer(modules=[word, pool, d2, d3, models.Normalize()], device="cpu")
+    st.save(str(mdir))
+    # The converter takes Gemma's SentencePiece model when the folder has one (as the real
+    # EmbeddingGemma's does).
+    shutil.copy(HF / "gemma3" / "tokenizer.model", mdir / "tokenizer.model")
+
+
+def gemma_embedding_goldens(mdir: Path) -> dict:
+    from sentence_transformers import SentenceTransformer
+
+    import sentencepiece as spm
+    import torch
+
+    st = SentenceTransformer(str(mdir), device="cpu").eval()
+    # The ids of the SentencePiece model the GGUF carries (tests/data/hf/gemma3's, as the tiny
+    # gemma3's), by sentencepiece itself, after BOS (2): transformers 5 turns this truncated
+    # model into a fast tokenizer that splits into single characters (llama.cpp's tokenizer
+    # gives sentencepiece's ids).
+    sp = spm.SentencePieceProcessor(model_file=str(HF / "gemma3" / "tokenizer.model"))
+    ids = [[2] + sp.encode(t) for t in TEXTS]
+    out = []
+    for row in ids:
+        feats = {"input_ids": torch.tensor([row]), "attention_mask": torch.ones(1, len(row), dtype=torch.long)}
+        with torch.no_grad():
+            out.append([float(x) for x in st(feats)["sentence_embedding"][0]])
+    return {"gguf": "tiny-gemma-embedding-f32.gguf",
+            "source": "sentence-transformers (Gemma3TextModel bidirectional + mean Pooling + 2 Dense + Normalize)",
+            "texts": TEXTS, "ids": ids, "mean": out}
+
+
+def convert(mdir: Path, out: Path, pre: str | None, extra: tuple[str, ...] = ()) -> None:
     cmd = [sys.executable, str(HERE / "convert_tiny_gguf.py"), "--llama-cpp-dir", str(LLAMA_DIR)]
     if pre:
         cmd += ["--tokenizer-pre", pre]
-    cmd += ["--", str(mdir), "--outtype", "f32", "--outfile", str(out)]
+    cmd += ["--", str(mdir), "--outtype", "f32", "--outfile", str(out), *extra]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0 or not out.exists():
         sys.stderr.write(res.stdout[-4000:] + res.stderr[-8000:])
@@ -155,12 +220,17 @@ def main() -> None:
     mdir = OUT / "tiny-bert"
     make_bert(mdir)
     convert(mdir, OUT / "tiny-bert-f32.gguf", "bert-bge")
+    gdir = OUT / "tiny-gemma-embedding"
+    make_gemma_embedding(gdir)
+    convert(gdir, OUT / "tiny-gemma-embedding-f32.gguf", None,
+            ("--sentence-transformers-dense-modules",))
     goldens = {
         "generator": "scripts/goldens/make_tiny_embed.py",
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
                      "sentence_transformers": __import__("sentence_transformers").__version__},
         "models": {"bert": bert_goldens(mdir), "llama": decoder_goldens("llama"),
-                   "qwen3": decoder_goldens("qwen3")},
+                   "qwen3": decoder_goldens("qwen3"),
+                   "gemma-embedding": gemma_embedding_goldens(gdir)},
     }
     (OUT / "embed_goldens.json").write_text(json.dumps(goldens, indent=1), encoding="utf-8")
     print("wrote", OUT / "embed_goldens.json")

@@ -61,7 +61,8 @@ Result<Embeddings> Model::embed(std::span<const std::vector<int32_t>> inputs,
     return invalid_argument("embed: dimensions " + std::to_string(config.dimensions) +
                             " outside [1, " + std::to_string(m.embedder->n_embd()) + "] (0: all)");
   }
-  const int32_t limit = m.n_ctx;
+  const int32_t limit =
+      m.embedder->max_positions() > 0 ? std::min(m.n_ctx, m.embedder->max_positions()) : m.n_ctx;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].empty()) {
       return invalid_argument("embed: input " + std::to_string(i) + " has no tokens");

@@ -4,6 +4,7 @@
 // equal single ones; normalisation, dimensions and the errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -63,10 +64,13 @@ TEST_P(EmbedGolden, MatchesTransformersForEveryPooling) {
   const auto& m = goldens()["models"][GetParam()];
   Model model = load(src_dir() + "/tests/data/embed/" + m["gguf"].get<std::string>());
   const auto inputs = ids_of(m);
+  // EmbeddingGemma's sentence-transformers pipeline ends with Normalize: compare normalised.
+  const bool normalized = m["source"].get<std::string>().find("Normalize") != std::string::npos;
   for (const char* p : {"mean", "cls", "last"}) {
+    if (!m.contains(p)) continue;
     EmbeddingConfig cfg;
     cfg.pooling = *parse_pooling(p);
-    cfg.normalize = false;
+    cfg.normalize = normalized;
     auto e = model.embed(std::span<const std::vector<int32_t>>(inputs), cfg);
     ASSERT_TRUE(e.ok()) << e.status().to_string();
     ASSERT_EQ(e->vectors.size(), inputs.size());
@@ -125,7 +129,25 @@ TEST_P(EmbedGolden, BatchedEqualsSingle) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, EmbedGolden, ::testing::Values("bert", "llama", "qwen3"));
+INSTANTIATE_TEST_SUITE_P(Models, EmbedGolden,
+                         ::testing::Values("bert", "llama", "qwen3", "gemma-embedding"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(Embed, EmbeddingGemmaLimitsInputsToHalfItsWindow) {
+  // Its sliding window (128) is symmetric: inputs up to 65 tokens see every token both ways, as
+  // ours does; longer ones are refused rather than answered differently.
+  Model model = load(src_dir() + "/tests/data/embed/tiny-gemma-embedding-f32.gguf");
+  EXPECT_EQ(model.info().pooling, "mean");
+  const std::vector<std::vector<int32_t>> ok = {std::vector<int32_t>(65, 5)};
+  EXPECT_TRUE(model.embed(std::span<const std::vector<int32_t>>(ok)).ok());
+  const std::vector<std::vector<int32_t>> too_long = {std::vector<int32_t>(66, 5)};
+  EXPECT_EQ(model.embed(std::span<const std::vector<int32_t>>(too_long)).status().code(),
+            StatusCode::kOutOfRange);
+}
 
 TEST(Embed, DeclaredPoolingAndInfo) {
   Model bert = load(src_dir() + "/tests/data/embed/tiny-bert-f32.gguf");

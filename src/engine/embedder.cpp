@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "models/forward_graph.h"
+#include "quant/quant.h"
 
 namespace geniex::engine {
 
@@ -59,15 +60,48 @@ Embedder::Embedder(const models::ModelConfig& config, const models::ModelWeights
       weights_(&weights),
       declared_(declared),
       n_embd_(static_cast<int32_t>(config.n_embd)),
-      one_per_pass_(config.has_recurrent_state()) {}
+      one_per_pass_(config.has_recurrent_state()),
+      n_out_(n_embd_) {}
 
 Embedder::Embedder(models::BertConfig config, models::BertWeights weights, Pooling declared)
     : bert_config_(std::move(config)), bert_weights_(std::move(weights)), declared_(declared) {
   n_embd_ = static_cast<int32_t>(bert_config_->n_embd);
+  n_out_ = n_embd_;
   max_positions_ = static_cast<int32_t>(bert_config_->context_length);
 }
 
 Embedder::~Embedder() = default;
+
+Result<std::unique_ptr<Embedder>> Embedder::for_decoder(const models::ModelConfig& config,
+                                                        const models::ModelWeights& weights,
+                                                        const gguf::GgufFile& file) {
+  auto e = std::make_unique<Embedder>(config, weights, engine::declared_pooling(file));
+  if (config.arch_name != "gemma-embedding") return e;
+  e->bidirectional_ = true;
+  // Our attention's window looks back only; EmbeddingGemma's is symmetric (half each way), the
+  // same whenever an input is at most half the window long.
+  if (config.sliding_window > 0) {
+    e->max_positions_ = static_cast<int32_t>(config.sliding_window / 2 + 1);
+  }
+  size_t width = config.n_embd;
+  for (const char* name : {"dense_2.weight", "dense_3.weight"}) {
+    const gguf::TensorInfo* t = file.find_tensor(name);
+    if (t == nullptr) continue;
+    if (t->n_dims != 2 || t->ne[0] != width) {
+      return invalid_argument(file.name() + ": " + name + " does not take " +
+                              std::to_string(width) + "-wide vectors");
+    }
+    Dense d;
+    d.in = width;
+    d.out = static_cast<size_t>(t->ne[1]);
+    d.w.resize(d.in * d.out);
+    GENIEX_TRY(quant::dequantize_row(t->type, t->data, d.w));
+    width = d.out;
+    e->dense_.push_back(std::move(d));
+  }
+  e->n_out_ = static_cast<int32_t>(width);
+  return e;
+}
 
 Result<Embedder::Shape*> Embedder::shape_for(int32_t n) {
   for (size_t i = 0; i < shapes_.size(); ++i) {
@@ -93,6 +127,7 @@ Result<Embedder::Shape*> Embedder::shape_for(int32_t n) {
     spec.n_tokens = n;
     spec.hidden_only = true;
     spec.batch_segments = !one_per_pass_;
+    spec.bidirectional = bidirectional_;
     GENIEX_ASSIGN_OR_RETURN(s->fg, models::build_forward_graph(*config_, *weights_, spec));
     s->graph = &s->fg.graph;
     s->token_ids = s->fg.token_ids;
@@ -190,7 +225,7 @@ Result<Embeddings> Embedder::run(std::span<const std::vector<int32_t>> inputs, P
   Embeddings out;
   out.vectors.resize(inputs.size());
   out.pooling = pooling;
-  out.n_dims = dimensions > 0 ? dimensions : n_embd_;
+  out.n_dims = dimensions > 0 ? dimensions : n_out_;
   for (const auto& in : inputs) {
     out.n_tokens.push_back(static_cast<int32_t>(in.size()));
     out.prompt_tokens += static_cast<int32_t>(in.size());
@@ -213,7 +248,23 @@ Result<Embeddings> Embedder::run(std::span<const std::vector<int32_t>> inputs, P
       tokens += len;
     }
   }
-  const auto e = static_cast<size_t>(n_embd_);
+  for (auto& v : out.vectors) {  // dense projections, per pooled vector (per token with kNone)
+    for (const Dense& dn : dense_) {
+      const size_t rows = v.size() / dn.in;
+      std::vector<float> y(rows * dn.out);
+      for (size_t r = 0; r < rows; ++r) {
+        const float* x = v.data() + r * dn.in;
+        for (size_t o = 0; o < dn.out; ++o) {
+          const float* w = dn.w.data() + o * dn.in;
+          double acc = 0.0;
+          for (size_t c = 0; c < dn.in; ++c) acc += static_cast<double>(w[c]) * x[c];
+          y[r * dn.out + o] = static_cast<float>(acc);
+        }
+      }
+      v = std::move(y);
+    }
+  }
+  const auto e = static_cast<size_t>(n_out_);
   const auto d = static_cast<size_t>(out.n_dims);
   for (auto& v : out.vectors) {
     const size_t rows = v.size() / e;

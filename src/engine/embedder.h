@@ -30,7 +30,12 @@ Pooling declared_pooling(const gguf::GgufFile& file);
 
 class Embedder {
  public:
-  /// A decoder's final hidden states (borrowed config and weights must outlive it).
+  /// A decoder's final hidden states (borrowed config and weights must outlive it). An
+  /// EmbeddingGemma file (`gemma-embedding`) attends bidirectionally and applies its dense
+  /// projections (dense_2, dense_3: sentence-transformers' Dense modules) after pooling.
+  static Result<std::unique_ptr<Embedder>> for_decoder(const models::ModelConfig& config,
+                                                       const models::ModelWeights& weights,
+                                                       const gguf::GgufFile& file);
   Embedder(const models::ModelConfig& config, const models::ModelWeights& weights,
            Pooling declared);
   /// A BERT encoder (borrows the file's tensors).
@@ -43,7 +48,8 @@ class Embedder {
                          bool normalize, int32_t dimensions, runtime::Scheduler& scheduler,
                          int32_t n_batch);
 
-  [[nodiscard]] int32_t n_embd() const { return n_embd_; }
+  /// Values per pooled vector (after any dense projections).
+  [[nodiscard]] int32_t n_embd() const { return n_out_; }
   [[nodiscard]] Pooling declared_pooling() const { return declared_; }
   /// Longest input: the position table (bert) or 0 (no limit of the model's own).
   [[nodiscard]] int32_t max_positions() const { return max_positions_; }
@@ -68,6 +74,15 @@ class Embedder {
   int32_t n_embd_ = 0;
   int32_t max_positions_ = 0;
   bool one_per_pass_ = false;
+  bool bidirectional_ = false;
+  /// Dense projections after pooling: row-major [out][in] F32, applied in order.
+  struct Dense {
+    std::vector<float> w;
+    size_t in = 0, out = 0;
+  };
+  std::vector<Dense> dense_;
+  /// The vector's width after the projections.
+  int32_t n_out_ = 0;
   std::vector<std::unique_ptr<Shape>> shapes_;  ///< most recently used last
 };
 

@@ -370,8 +370,8 @@ Result<Model> ModelBuilder::build() const {
     }
     for (const auto& n : placement.notes) info.placement += " (" + n + ")";
   }
-  impl->embedder = std::make_unique<engine::Embedder>(impl->config, impl->weights,
-                                                      engine::declared_pooling(*impl->file));
+  GENIEX_ASSIGN_OR_RETURN(impl->embedder,
+                          engine::Embedder::for_decoder(impl->config, impl->weights, *impl->file));
   info.pooling = std::string(pooling_name(impl->embedder->declared_pooling()));
   engine::BatchEngineOptions bo;
   bo.n_batch = impl->n_batch;

@@ -13,7 +13,7 @@ using gguf::GgufFile;
 using gguf::Value;
 using gguf::ValueType;
 
-constexpr std::string_view kSupported = "llama, qwen2, qwen3, gemma3, lfm2";
+constexpr std::string_view kSupported = "llama, qwen2, qwen3, gemma3, lfm2, gemma-embedding";
 constexpr uint32_t kMaxConvTaps = 64;
 constexpr uint32_t kGemma3DefaultSwaPeriod = 6;
 constexpr uint32_t kGemma3_27bLayers = 62;  // llama.cpp picks the 27B attention scale by depth
@@ -90,6 +90,8 @@ Result<Architecture> parse_arch(const GgufFile& f, const std::string& name) {
   if (name == "qwen2") return Architecture::kQwen2;
   if (name == "qwen3") return Architecture::kQwen3;
   if (name == "gemma3") return Architecture::kGemma3;
+  // EmbeddingGemma: gemma3 layers (attention made bidirectional by the embedding path).
+  if (name == "gemma-embedding") return Architecture::kGemma3;
   if (name == "lfm2") return Architecture::kLfm2;
   return unimplemented(prefix(f) + "architecture '" + name +
                        "' is not supported (supported: " + std::string(kSupported) + ")");

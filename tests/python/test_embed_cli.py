@@ -1,5 +1,5 @@
-"""geniex embed against llama.cpp's embeddings (llama-server --embedding) on the same GGUF (the tiny BERT converted by
-llama.cpp's converter, the tiny llama / qwen3 decoders with mean and last pooling, the real
+"""geniex embed against llama.cpp's embeddings (llama-server --embedding) on the same GGUF (the tiny BERT and EmbeddingGemma
+converted by llama.cpp's converter, the tiny llama / qwen3 decoders with mean, last and cls pooling, the real
 Gemma 3 270M with mean pooling), -f FILE, and the CLI's errors. The vectors against transformers
 are in src/engine/embed_test.cpp (embed_goldens.json)."""
 from __future__ import annotations
@@ -76,6 +76,7 @@ def llamacpp(llamacpp_bin, model, texts, pooling=None):
     (MODELS / "tiny-llama-f32.gguf", "mean", 0.9999),
     (MODELS / "tiny-qwen3-f32.gguf", "last", 0.9999),
     (MODELS / "tiny-qwen3-f32.gguf", "cls", 0.9999),
+    (EMBED / "tiny-gemma-embedding-f32.gguf", None, 0.9999),  # + dense_2, dense_3
 ])
 def test_vs_llamacpp(geniex_bin, llamacpp_bin, model, pooling, bound):
     flags = ["--pooling", pooling] if pooling else []
