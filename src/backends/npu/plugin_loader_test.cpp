@@ -167,10 +167,14 @@ TEST(NpuPluginLoader, DefaultFolders) {
   EXPECT_EQ(backends->size(), 1u);
   unsetenv("GENIEX_PLUGIN_DIR");
   const auto defaults = default_plugin_dirs();
-  ASSERT_EQ(defaults.size(), 2u);
+  // <exe>/../plugins and <exe>/plugins (the build tree), <exe>/../lib/geniex/plugins (an
+  // installed tree); the library-relative folder only where libgeniex.so is not the executable.
+  ASSERT_EQ(defaults.size(), 3u);
   EXPECT_EQ(defaults[0].filename(), "plugins");
   EXPECT_EQ(defaults[1].filename(), "plugins");
   EXPECT_NE(defaults[0], defaults[1]);
+  EXPECT_EQ(defaults[2].parent_path().filename(), "geniex");
+  EXPECT_EQ(defaults[2].parent_path().parent_path().filename(), "lib");
 }
 
 }  // namespace
