@@ -11,8 +11,8 @@ Goldens tooling only (not used by the build, the tests or CI).  Writes tests/dat
                                    and the pooled final hidden states (mean, cls, last; not
                                    normalised): sentence-transformers' encode() for the BERT mean
                                    pooling, transformers' last_hidden_state (after the final norm)
-                                   for the decoders tests/data/hf/{llama,qwen3} (the sources of
-                                   tests/data/models/tiny-{llama,qwen3}-f32.gguf), and
+                                   for the decoders tests/data/hf/{llama,qwen3,gemma3} (the sources
+                                   of tests/data/models/tiny-{llama,qwen3,gemma3}-f32.gguf), and
                                    sentence-transformers' encode() (dense projections and
                                    Normalize included: "mean" is its output) for
   tiny-gemma-embedding/            EmbeddingGemma's form (make_gemma_embedding), converted with
@@ -128,6 +128,9 @@ def make_gemma_embedding(mdir: Path) -> None:
     # The converter takes Gemma's SentencePiece model when the folder has one (as the real
     # EmbeddingGemma's does).
     shutil.copy(HF / "gemma3" / "tokenizer.model", mdir / "tokenizer.model")
+    tc = json.loads((mdir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    tc.pop("vocab_file", None)  # the temporary folder's path
+    (mdir / "tokenizer_config.json").write_text(json.dumps(tc, indent=2) + "\n", encoding="utf-8")
 
 
 def gemma_embedding_goldens(mdir: Path) -> dict:
@@ -197,12 +200,18 @@ def decoder_goldens(arch: str) -> dict:
     from transformers import AutoModel, AutoTokenizer
 
     d = HF / arch
-    tok = AutoTokenizer.from_pretrained(str(d))
+    if arch == "gemma3":  # sentencepiece's ids after BOS (see gemma_embedding_goldens)
+        import sentencepiece as spm
+        sp = spm.SentencePieceProcessor(model_file=str(d / "tokenizer.model"))
+        tokenize = lambda t: [2] + sp.encode(t)  # noqa: E731
+    else:
+        tok = AutoTokenizer.from_pretrained(str(d))
+        tokenize = lambda t: tok(t)["input_ids"]  # noqa: E731
     model = AutoModel.from_pretrained(str(d), dtype=torch.float32).eval()
     out = {"gguf": f"../models/tiny-{arch}-f32.gguf", "source": f"transformers AutoModel({d.relative_to(REPO)})",
            "texts": TEXTS, "ids": [], "mean": [], "cls": [], "last": []}
     for t in TEXTS:
-        ids = tok(t)["input_ids"]
+        ids = tokenize(t)
         with torch.no_grad():
             h = model(torch.tensor([ids])).last_hidden_state
         p = pooled(h, len(ids))
@@ -229,7 +238,7 @@ def main() -> None:
         "versions": {"transformers": transformers.__version__, "torch": torch.__version__,
                      "sentence_transformers": __import__("sentence_transformers").__version__},
         "models": {"bert": bert_goldens(mdir), "llama": decoder_goldens("llama"),
-                   "qwen3": decoder_goldens("qwen3"),
+                   "qwen3": decoder_goldens("qwen3"), "gemma3": decoder_goldens("gemma3"),
                    "gemma-embedding": gemma_embedding_goldens(gdir)},
     }
     (OUT / "embed_goldens.json").write_text(json.dumps(goldens, indent=1), encoding="utf-8")
