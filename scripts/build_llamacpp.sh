@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's judge tools (llama-perplexity, llama-simple, llama-quantize, llama-imatrix,
-# llama-embedding, llama-server) once per machine, from the source that the
+# llama-server) once per machine, from the source that the
 # PyPI sdist of llama-cpp-python carries (pinned below), into the user's cache:
 #
 #   scripts/build_llamacpp.sh [--print-dir]
@@ -17,7 +17,7 @@ CACHE="${GOLDENS_HOME:-${XDG_CACHE_HOME:-$HOME/.cache}/geniex-goldens}"
 SRC="$CACHE/llama_cpp_python-$VERSION/vendor/llama.cpp"
 BUILD="$SRC/build"
 BIN="$BUILD/bin"
-TARGETS=(llama-perplexity llama-simple llama-quantize llama-imatrix llama-embedding llama-server)
+TARGETS=(llama-perplexity llama-simple llama-quantize llama-imatrix llama-server)
 
 if [[ "${1:-}" == "--print-dir" ]]; then
   echo "$BIN"
