@@ -393,3 +393,33 @@ def test_auto_tokenizer_equals_hugging_face_on_the_gemma_corpus(tok):
             assert tok.decode(ids) == case["text"]
     assert differ == []
     assert len(judges_differ) == 2289 - goldens["stats"]["hf_eq_llama_cpp_special"] == 2
+
+
+def test_eos_token_id_none_generates_to_max_new_tokens():
+    # generate(eos_token_id=None) stops only at max_new_tokens, as in Transformers: the engine
+    # is asked to go on past end-of-generation tokens; otherwise it stops at them.
+    model = AutoModelForCausalLM.from_pretrained(TINY_LFM2, device_map="cpu", n_ctx=256)
+    seen = []
+
+    class Spy:
+        def __init__(self, inner):
+            self._inner = inner
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+        def generate(self, prompt, config, **kw):
+            seen.append(config.ignore_eos)
+            return self._inner.generate(prompt, config, **kw)
+
+    native = model.native
+    model._model = Spy(native)
+    try:
+        ids = [native.tokenize("Hello")]
+        out = model.generate(ids, max_new_tokens=6, eos_token_id=None)
+        assert len(out[0]) == len(ids[0]) + 6
+        model.generate(ids, max_new_tokens=2)
+        model.generate(ids, max_new_tokens=2, eos_token_id=model.generation_config.eos_token_id)
+        assert seen == [True, False, False]
+    finally:
+        native.close()

@@ -192,6 +192,7 @@ class GenieXForCausalLM:
         gc = copy.deepcopy(generation_config or self.generation_config)
         for k, v in kwargs.items():
             setattr(gc, k, v)
+        gc._no_eos = "eos_token_id" in kwargs and not _eos_set(kwargs["eos_token_id"])
         for name, bad in _UNSUPPORTED.items():
             if bad(getattr(gc, name, None)):
                 raise NotImplementedError(f"generate({name}={getattr(gc, name)!r}) is not "
@@ -270,6 +271,9 @@ class GenieXForCausalLM:
                       streamer: Any, images: Optional[list[Any]] = None,
                       pixel_values: Any = None, row: int = 0) -> list[int]:
         config = self._config_for(gc, len(prompt))
+        # generate(eos_token_id=None): as in Transformers, nothing ends the generation but
+        # max_new_tokens (and stop strings), not even the model's end-of-generation tokens.
+        config.ignore_eos = bool(getattr(gc, "_no_eos", False))
         cancel = geniex.CancelToken()
         ours = isinstance(streamer, TextStreamer)
         if ours:
