@@ -267,21 +267,19 @@ fi
 
 # ---------------------------------------------------------------------------------------------
 # Maven dependencies of the Java/Kotlin SDK (bindings/java: plugins, Kotlin, coroutines, JUnit)
-# fetched into ~/.m2 once, so scripts/test.sh's `mvn verify` does not download. A build without
-# the JNI library or the tests run: compiling and packaging resolves what `verify` needs.
+# fetched into ~/.m2 once (again when a pom changes), so scripts/test.sh's `mvn verify` does not
+# download.
 # ---------------------------------------------------------------------------------------------
 STEP="maven dependencies (bindings/java)"
 MVN_STAMP="$HOME/.m2/.geniex-java.sha256"
 mvn_hash="$(cat "$ROOT"/bindings/java/pom.xml "$ROOT"/bindings/java/*/pom.xml | sha256sum | cut -d' ' -f1)"
 if [[ ! -f "$MVN_STAMP" ]] || [[ "$(cat "$MVN_STAMP")" != "$mvn_hash" ]]; then
   log "mvn: fetching bindings/java's dependencies"
-  mvn -q -B -f "$ROOT/bindings/java/pom.xml" -Dgeniex.skipNative=true -DskipTests \
-    -Dgeniex.native.dir="$ROOT/build/setup-no-native" package >>"$LOG" 2>&1
-  # Surefire's JUnit Platform provider is resolved when tests run: one empty selection.
+  # verify without the JNI library and with an empty test selection: compiles, packages and
+  # resolves surefire's JUnit Platform provider (resolved only when tests run).
   mvn -q -B -f "$ROOT/bindings/java/pom.xml" -Dgeniex.skipNative=true -Dtest=NoSuchTest \
-    -Dsurefire.failIfNoSpecifiedTests=false \
-    -Dgeniex.native.dir="$ROOT/build/setup-no-native" test >>"$LOG" 2>&1
-  mvn -q -B -f "$ROOT/bindings/java/pom.xml" clean >>"$LOG" 2>&1
+    -Dsurefire.failIfNoSpecifiedTests=false -Dgeniex.native.dir="$ROOT/build/setup-no-native" \
+    verify >>"$LOG" 2>&1
   mkdir -p "$HOME/.m2"
   echo "$mvn_hash" >"$MVN_STAMP"
 fi
