@@ -296,7 +296,8 @@ TEST(ToolCalls, GenericAnswersStreamAsTheyAreDecoded) {
   EXPECT_FALSE(generic_content_prefix("{\"con").has_value());
   EXPECT_FALSE(generic_content_prefix(R"({"tool_calls": [)").has_value());
   EXPECT_EQ(generic_content_prefix(R"({ "content": ")"), "");
-  EXPECT_EQ(generic_content_prefix(R"({"content": "a\nb \")"), "a\nb ");  // escape cut in half
+  EXPECT_EQ(generic_content_prefix(R"({"content": "a\nb \)"), "a\nb ");  // escape cut in half
+  EXPECT_EQ(generic_content_prefix(R"({"content": "a\nb \")"), "a\nb \"");
   EXPECT_EQ(generic_content_prefix(R"({"content": "a\"b\u00e9 \ud83d)"), "a\"b\xC3\xA9 ");
   EXPECT_EQ(generic_content_prefix(R"({"content": "\ud83d\ude00!"})"), "\xF0\x9F\x98\x80!");
   // A reply cut by max_tokens keeps the answer so far.
