@@ -50,5 +50,6 @@ if ((tests == 0)); then
   echo "run_tests.sh: no JUnit test ran: that is a failure" >&2
   rc=1
 fi
+echo  # Maven's console may leave its colour resets without a newline
 echo "java: $((tests - failed)) passed, $failed failed"
 exit "$rc"
