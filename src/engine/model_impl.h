@@ -36,7 +36,7 @@ struct Model::Impl {
   std::shared_ptr<const tokenizer::Tokenizer> tok;
   /// Parsed once at load; nullopt when none is known or it does not parse.
   std::optional<jinja::Template> chat_template;
-  Status chat_template_error;  ///< why the file's template does not parse (chat fails with it)
+  Status chat_template_error;      ///< why the file's template does not parse (chat fails with it)
   std::string chat_template_text;  ///< the template's source ("" when none is known)
   std::optional<runtime::Scheduler> scheduler;
   std::unique_ptr<runtime::KvManager> kv;
