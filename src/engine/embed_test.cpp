@@ -130,7 +130,7 @@ TEST_P(EmbedGolden, BatchedEqualsSingle) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EmbedGolden,
-                         ::testing::Values("bert", "llama", "qwen3", "gemma-embedding"),
+                         ::testing::Values("bert", "llama", "qwen3", "gemma3", "gemma-embedding"),
                          [](const auto& param_info) {
                            std::string n = param_info.param;
                            std::replace(n.begin(), n.end(), '-', '_');
