@@ -10,6 +10,7 @@
 #include "cmd_compile.h"
 #include "cmd_convert.h"
 #include "cmd_embed.h"
+#include "cmd_health.h"
 #include "cmd_imatrix.h"
 #include "cmd_inspect.h"
 #include "cmd_list.h"
@@ -40,7 +41,8 @@ int run_main(int argc, char** argv) {
       register_tokenize(app), register_detokenize(app), register_bench(app),
       register_serve(app),    register_perplexity(app), register_list(app),
       register_pull(app),     register_compile(app),    register_convert(app),
-      register_quantize(app), register_imatrix(app),    register_embed(app),
+      register_quantize(app), register_imatrix(app),    register_health(app),
+      register_embed(app),
   };
 
   // llama.cpp's single-dash long flags become ours; CLI11 wants argv in reverse order.
