@@ -239,8 +239,7 @@ TEST(ChatRequest, BadValuesName400Param) {
 
 TEST(ChatRequest, UnsupportedFeaturesAreClear400s) {
   for (const auto& [extra, param] : std::vector<std::pair<std::string, std::string>>{
-           {R"("n":2)", "n"},
-           {R"("logit_bias":{"1":5})", "logit_bias"}}) {
+           {R"("n":2)", "n"}, {R"("logit_bias":{"1":5})", "logit_bias"}}) {
     const ApiError e = chat_err("{" + kMsgs + "," + extra + "}");
     EXPECT_EQ(e.status, 400);
     EXPECT_EQ(e.param.value_or(""), param);

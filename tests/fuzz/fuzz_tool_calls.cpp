@@ -44,8 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const gs::Json args = gs::Json::parse(c.arguments, nullptr, false);
         if (args.is_discarded() || !args.is_object()) __builtin_trap();
       }
-      (void)gs::dump(gs::chat_tool_completion_json({"id", 0, "m"}, r.content, r.calls,
-                                                   "tool_calls", {1, 1}));
+      (void)gs::dump(
+          gs::chat_tool_completion_json({"id", 0, "m"}, r.content, r.calls, "tool_calls", {1, 1}));
     }
     if (gs::streamable_prefix(f, text) > text.size()) __builtin_trap();
   }

@@ -47,11 +47,11 @@ struct Frame {
   ArrPhase arr = ArrPhase::kOpen;
   int64_t count = 0;
   // kString
-  int64_t len = 0;    // characters
-  int esc = 0;        // 0: none, 1: after '\', 2..5: hex digits left + 1
-  uint16_t code = 0;  // the \u escape's value so far
+  int64_t len = 0;        // characters
+  int esc = 0;            // 0: none, 1: after '\', 2..5: hex digits left + 1
+  uint16_t code = 0;      // the \u escape's value so far
   bool low_next = false;  // a high surrogate was escaped: a \u low surrogate must follow
-  int utf8_left = 0;  // continuation bytes the current UTF-8 character still needs
+  int utf8_left = 0;      // continuation bytes the current UTF-8 character still needs
   uint8_t utf8_lo = 0x80, utf8_hi = 0xBF;  // the range of the next continuation byte
   bool is_key = false;
   std::string text;  // kString with formats: the content; kNumber: the number

@@ -136,7 +136,6 @@ TEST(JsonSchema, StringsAreValidUtf8AndLengthsCountCharacters) {
   EXPECT_FALSE(full(s, "\"\xC0\xAF\""));         // overlong
   EXPECT_FALSE(full(s, "\"\xED\xA0\x80\""));     // a surrogate
   EXPECT_TRUE(full(s, "\"\xF0\x9F\x98\x80\""));  // U+1F600
-
 }
 
 // Escaped surrogates must pair (a lone one is not valid JSON text for most parsers, nlohmann's
