@@ -102,14 +102,19 @@ class LlamaConverter : public ArchConverter {
     const auto dim = static_cast<float>(head_dim_);
     ConvTensor out{"rope_freqs.weight", {head_dim_ / 2}, {}};
     for (uint64_t i = 0; i < head_dim_; i += 2) {
-      const float freq = 1.0f / std::pow(base, static_cast<float>(i) / dim);
-      const float wavelen = two_pi / freq;
+      // torch's float32 `base ** t` rounds the double-precision power once (powf can be 1 ulp
+      // off it: head_dim 64 showed it), then the float32 reciprocal.
+      const float exponent = static_cast<float>(i) / dim;
+      const float freq = 1.0f / static_cast<float>(std::pow(static_cast<double>(base),
+                                                            static_cast<double>(exponent)));
+      // Python's `scalar / tensor` is torch's reciprocal(tensor) * scalar, in float32.
+      const float wavelen = (1.0f / freq) * two_pi;
       if (wavelen < high_wavelen) {
         out.values.push_back(1.0f);
       } else if (wavelen > low_wavelen) {
         out.values.push_back(factor);
       } else {
-        const float smooth = (old_ctx / wavelen - low) / span;
+        const float smooth = ((1.0f / wavelen) * old_ctx - low) / span;
         out.values.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
       }
     }

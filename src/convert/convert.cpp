@@ -10,6 +10,7 @@
 #include "convert/mmproj.h"
 #include "convert/safetensors.h"
 #include "convert/text_params.h"
+#include "gguf/gguf_stream_writer.h"
 #include "gguf/gguf_writer.h"
 
 namespace geniex::convert {
@@ -58,7 +59,7 @@ std::optional<std::string> text_tensor_name(const std::string& name) {
   return out;
 }
 
-Status add_tensor(gguf::GgufWriter& w, ConvTensor& t, OutType out, uint64_t& n_params) {
+Status add_tensor(gguf::GgufStreamWriter& w, ConvTensor& t, OutType out, uint64_t& n_params) {
   std::vector<uint64_t> ne(t.shape.rbegin(), t.shape.rend());  // GGML order: innermost first
   if (ne.empty()) ne.push_back(1);
   const uint64_t row = ne[0];
@@ -183,8 +184,10 @@ Result<ConvertReport> convert_hf_to_gguf(const std::string& hf_dir, const std::s
   vin.tokenizer_pre = opts.tokenizer_pre;
   GENIEX_TRY(arch->add_vocab(vin, w));
 
+  // Tensors stream to disk one at a time (the metadata stays in `w` until the end).
+  GENIEX_ASSIGN_OR_RETURN(gguf::GgufStreamWriter tw, gguf::GgufStreamWriter::create(out_path));
   GENIEX_ASSIGN_OR_RETURN(std::vector<ConvTensor> extra, arch->extra_tensors());
-  for (ConvTensor& t : extra) GENIEX_TRY(add_tensor(w, t, report.outtype, report.n_params));
+  for (ConvTensor& t : extra) GENIEX_TRY(add_tensor(tw, t, report.outtype, report.n_params));
   for (const StTensor* s : st.tensors()) {
     const std::optional<std::string> hf_name = text_tensor_name(s->name);
     if (!hf_name) continue;
@@ -195,7 +198,7 @@ Result<ConvertReport> convert_hf_to_gguf(const std::string& hf_dir, const std::s
     t.shape = s->shape;
     GENIEX_ASSIGN_OR_RETURN(t.values, decode_to_f32(*s));
     GENIEX_TRY(arch->transform(*hf_name, t));
-    GENIEX_TRY(add_tensor(w, t, report.outtype, report.n_params));
+    GENIEX_TRY(add_tensor(tw, t, report.outtype, report.n_params));
     ++report.n_tensors;
   }
   report.n_tensors += extra.size();
@@ -205,7 +208,7 @@ Result<ConvertReport> convert_hf_to_gguf(const std::string& hf_dir, const std::s
                                                             model_name, opts.mmproj_path));
     report.mmproj_tensors = mm.n_tensors;
   }
-  if (Status s = w.write(out_path); !s.ok()) {
+  if (Status s = tw.finish(w.metadata()); !s.ok()) {
     if (!opts.mmproj_path.empty()) std::remove(opts.mmproj_path.c_str());
     return s;
   }

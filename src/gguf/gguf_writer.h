@@ -37,6 +37,8 @@ class GgufWriter {
   Status add_tensor(std::string name, GgmlType type, std::vector<uint64_t> ne,
                     std::span<const uint8_t> data);
 
+  /// The metadata set so far, in order (for GgufStreamWriter::finish).
+  [[nodiscard]] const std::vector<KeyValue>& metadata() const { return kv_; }
   /// The complete file image.
   [[nodiscard]] Result<std::vector<uint8_t>> to_bytes() const;
   /// Writes the file (to a temporary beside it, then renamed, so a failure loses nothing).
