@@ -38,6 +38,7 @@ WEATHER = {
             "properties": {"city": {"type": "string", "maxLength": 40},
                            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
             "required": ["city"],
+            "additionalProperties": False,  # every call is bounded (random weights end it too)
         },
     },
 }
