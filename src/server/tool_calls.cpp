@@ -251,6 +251,38 @@ ParsedReply failed(std::string_view text, std::string error) {
   return r;
 }
 
+/// The calls in every `open` ... `close` block of `text` (the last may be cut off at the end),
+/// each holding JSON (or, `pythonic`, a Python literal call list); the text outside the blocks
+/// is the content. One block that does not parse fails the whole reply.
+ParsedReply marked_calls(std::string_view text, std::string_view open, std::string_view close,
+                         bool pythonic, const char* bad, const ToolsRequest& tr, ToolFormat f) {
+  ParsedReply r;
+  size_t at = text.find(open);
+  std::string content(text.substr(0, at));
+  std::string error;
+  while (at != std::string_view::npos) {
+    const size_t body = at + open.size();
+    size_t end = text.find(close, body);
+    const std::string_view inner =
+        trim(text.substr(body, end == std::string_view::npos ? text.npos : end - body));
+    std::optional<Json> j;
+    if (pythonic) {
+      j = parse_calls_text(inner);
+    } else if (Json v = Json::parse(inner, nullptr, false); !v.is_discarded()) {
+      j = std::move(v);
+    }
+    if (!j) return failed(text, bad);
+    if (!calls_from_json(*j, tr, f, r.calls, error)) return failed(text, error);
+    if (end == std::string_view::npos) break;
+    end += close.size();
+    at = text.find(open, end);
+    content += std::string(text.substr(end, at == std::string_view::npos ? text.npos : at - end));
+  }
+  r.content = at == std::string_view::npos && r.calls.empty() ? std::string(text)
+                                                              : std::string(trim(content));
+  return r;
+}
+
 // --- Python literals (LFM2's call lists) --------------------------------------------------
 
 class PyParser {
@@ -610,30 +642,9 @@ ParsedReply parse_reply(const ToolPlan& plan, const ToolsRequest& tr, std::strin
   }
   std::string error;
   switch (f) {
-    case ToolFormat::kHermes: {
-      size_t at = text.find(kHermesOpen);
-      if (at == std::string_view::npos) {
-        r.content = std::string(text);
-        return r;
-      }
-      std::string content(text.substr(0, at));
-      while (at != std::string_view::npos) {
-        const size_t body = at + kHermesOpen.size();
-        size_t end = text.find(kHermesClose, body);
-        const std::string_view inner =
-            trim(text.substr(body, end == std::string_view::npos ? text.npos : end - body));
-        Json j = Json::parse(inner, nullptr, false);
-        if (j.is_discarded()) return failed(text, "a <tool_call> does not hold valid JSON");
-        if (!calls_from_json(j, tr, f, r.calls, error)) return failed(text, error);
-        if (end == std::string_view::npos) break;
-        end += kHermesClose.size();
-        at = text.find(kHermesOpen, end);
-        content +=
-            std::string(text.substr(end, at == std::string_view::npos ? text.npos : at - end));
-      }
-      r.content = std::string(trim(content));
-      return r;
-    }
+    case ToolFormat::kHermes:
+      return marked_calls(text, kHermesOpen, kHermesClose, false,
+                          "a <tool_call> does not hold valid JSON", tr, f);
     case ToolFormat::kLlama3: {
       std::string_view t = trim(text);
       const bool tagged = t.starts_with(kPythonTag);
@@ -678,30 +689,9 @@ ParsedReply parse_reply(const ToolPlan& plan, const ToolsRequest& tr, std::strin
       if (!calls_from_json(j, tr, f, r.calls, error)) return failed(text, error);
       return r;
     }
-    case ToolFormat::kLfm2: {
-      size_t at = text.find(kLfm2Open);
-      if (at == std::string_view::npos) {
-        r.content = std::string(text);
-        return r;
-      }
-      std::string content(text.substr(0, at));
-      while (at != std::string_view::npos) {
-        const size_t body = at + kLfm2Open.size();
-        size_t end = text.find(kLfm2Close, body);
-        const std::string_view inner =
-            trim(text.substr(body, end == std::string_view::npos ? text.npos : end - body));
-        auto j = parse_calls_text(inner);
-        if (!j) return failed(text, "the tool call list does not parse");
-        if (!calls_from_json(*j, tr, f, r.calls, error)) return failed(text, error);
-        if (end == std::string_view::npos) break;
-        end += kLfm2Close.size();
-        at = text.find(kLfm2Open, end);
-        content +=
-            std::string(text.substr(end, at == std::string_view::npos ? text.npos : at - end));
-      }
-      r.content = std::string(trim(content));
-      return r;
-    }
+    case ToolFormat::kLfm2:
+      return marked_calls(text, kLfm2Open, kLfm2Close, true, "the tool call list does not parse",
+                          tr, f);
     case ToolFormat::kGeneric: r.content = std::string(text); return r;
   }
   return r;
