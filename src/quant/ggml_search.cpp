@@ -10,6 +10,20 @@ namespace {
 
 inline float fl(int v) { return static_cast<float>(v); }
 
+/// The element of largest magnitude (the first of equals), with its sign; `amax` gets |it|.
+inline float signed_absmax(int n, const float* x, float& amax) {
+  float max = 0;
+  amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  return max;
+}
+
 inline float qx_weight(const float* qw, int rmse_type, const float* x, int i) {
   if (qw) return qw[i];
   switch (rmse_type) {
@@ -23,15 +37,8 @@ inline float qx_weight(const float* qw, int rmse_type, const float* x, int i) {
 }  // namespace
 
 float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type, const float* qw) {
-  float max = 0;
   float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  const float max = signed_absmax(n, x, amax);
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
@@ -86,15 +93,8 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L, int rmse_type, 
 }
 
 float make_q3_quants(int n, int nmax, const float* x, int8_t* L, bool do_rmse) {
-  float max = 0;
   float amax = 0;
-  for (int i = 0; i < n; ++i) {
-    const float ax = std::fabs(x[i]);
-    if (ax > amax) {
-      amax = ax;
-      max = x[i];
-    }
-  }
+  const float max = signed_absmax(n, x, amax);
   if (amax < kGroupMaxEps) {
     for (int i = 0; i < n; ++i) L[i] = 0;
     return 0.f;
