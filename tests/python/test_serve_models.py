@@ -97,3 +97,24 @@ def test_bad_model_sets_are_usage_errors(geniex_bin, tmp_path):
                            text=True, timeout=60)
         assert p.returncode == 2, (args, p.stderr)
         assert words in p.stderr, p.stderr
+
+
+
+def test_a_corrupt_model_file_is_a_clear_error_and_the_others_go_on(geniex_bin, tmp_path):
+    (tmp_path / "broken.gguf").write_bytes(b"GGUF" + b"\xff" * 60)
+    srv = start_server(geniex_bin, MODELS / "tiny-llama-f32.gguf", "--model-dir", tmp_path,
+                       "-c", "128")
+    try:
+        for _ in range(2):  # a failed load is tried again, and fails the same way
+            r = requests.post(srv.base_url + "/completions", timeout=60,
+                              json={"model": "broken", "prompt": "Hi", "max_tokens": 2})
+            assert r.status_code == 500, r.text
+            assert "model 'broken' failed to load" in r.json()["error"]["message"], r.text
+        ok = requests.post(srv.base_url + "/completions", timeout=60,
+                           json={"model": "tiny-llama-f32", "prompt": "Hi", "max_tokens": 2})
+        assert ok.status_code == 200 and ok.json()["model"] == "tiny-llama-f32"
+        listed = {m["id"]: m["loaded"] for m in
+                  requests.get(srv.url + "/v1/models", timeout=30).json()["data"]}
+        assert listed == {"tiny-llama-f32": True, "broken": False}
+    finally:
+        assert srv.stop() == 0
