@@ -77,6 +77,7 @@ class Cursor {
     return true;
   }
   [[nodiscard]] bool at_end() const { return pos_ == b_.size(); }
+  [[nodiscard]] size_t remaining() const { return b_.size() - pos_; }
 
  private:
   std::vector<char> b_;
@@ -100,6 +101,10 @@ Result<Imatrix> load_legacy(const std::string& path) {
     if (!c.take(name.data(), name.size()) || !c.i32(&ncall) || !c.i32(&nval) || nval < 1 ||
         nval > (1 << 28)) {
       return bad(path, "truncated entry " + std::to_string(k + 1));
+    }
+    // Checked before allocating: a header must not make us reserve memory the file cannot fill.
+    if (static_cast<size_t>(nval) * sizeof(float) > c.remaining()) {
+      return bad(path, "truncated data for " + name);
     }
     std::vector<float> sums(static_cast<size_t>(nval));
     if (!c.take(sums.data(), sums.size() * sizeof(float))) {
