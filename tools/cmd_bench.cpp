@@ -67,6 +67,7 @@ struct BenchOptions {
   bool no_mmproj = false;
   std::vector<std::string> images;  ///< --image: the image test
   std::string device = "auto";
+  int32_t offload_layers = -1;  ///< --offload-layers
   int32_t threads = 0;
   int32_t n_prompt = 512;
   int32_t n_gen = 128;
@@ -481,7 +482,8 @@ int run_bench(const BenchOptions& o) {
   }
   ModelBuilder b(path);
   if (!mmproj.empty()) b.with_mmproj(mmproj);
-  b.with_device(*device).with_context_size(ctx).with_threads(o.threads).with_batch_size(o.batch);
+  b.with_device(*device).with_offload_layers(o.offload_layers).with_context_size(ctx);
+  b.with_threads(o.threads).with_batch_size(o.batch);
   if (o.parallel > 1) b.with_max_sequences(o.parallel);
   if (Status s = apply_kv_flags(o.kv, b); !s.ok()) {
     std::fprintf(stderr, "geniex bench: %s\n", s.message().c_str());
@@ -677,6 +679,7 @@ Command register_bench(CLI::App& parent) {
                    "generated tokens of the tg test (0 = skip it)");
   add_count_option(c, "-r,--reps", o->reps, 1, INT32_MAX, "timed repetitions of each test (>= 1)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
+  add_offload_option(c, o->offload_layers);
   add_count_option(c, "-c,--ctx,--ctx-size", o->ctx, 0, INT32_MAX,
                    "context size (0 = n_prompt + n_gen)");
   add_count_option(c, "-b,--batch,--batch-size", o->batch, 1, INT32_MAX, "prompt tokens per step");

@@ -13,6 +13,7 @@
 #include "default_model.h"
 #include "geniex/geniex.hpp"
 #include "human_units.h"
+#include "model_flags.h"
 #include "number_flags.h"
 
 namespace geniex::cli {
@@ -23,6 +24,7 @@ namespace fs = std::filesystem;
 struct CompileOptions {
   std::string model;
   std::string device = "npu";
+  int32_t offload_layers = -1;  ///< --offload-layers: compile only the stages placed there
   std::string target = "v73";
   int32_t soc = 0;  // 0: the usual SoC of the target
   std::string plugin_dir;
@@ -110,7 +112,7 @@ int run_compile(const CompileOptions& o) {
   }
   const auto before = entries(cache);
   ModelBuilder b(path);
-  b.with_device(Device::npu()).with_context_size(o.ctx);
+  b.with_device(Device::npu()).with_offload_layers(o.offload_layers).with_context_size(o.ctx);
   b.with_npu_config("htp_arch=" + o.target + ";soc_model=" + std::to_string(soc) +
                     ";cache_dir=" + cache.string() + (o.verbose ? ";trace=1" : ""));
   const std::string plugins = o.plugin_dir.empty() ? default_plugin_dir() : o.plugin_dir;
@@ -176,6 +178,7 @@ Command register_compile(CLI::App& parent) {
   c->add_option("-m,--model", o->model, "GGUF model (default: see `geniex list`)");
   c->add_option("--device", o->device, "npu (the only device compiled ahead)")
       ->capture_default_str();
+  add_offload_option(c, o->offload_layers);
   c->add_option("--target", o->target, "Hexagon architecture: v73, v75, v79, ...")
       ->capture_default_str();
   add_count_option(c, "--soc", o->soc, 0, 1000,

@@ -23,6 +23,7 @@
 #include "eval/perplexity_stats.h"
 #include "geniex/geniex.hpp"
 #include "kv_flags.h"
+#include "model_flags.h"
 #include "number_flags.h"
 #include "text_input.h"
 
@@ -40,6 +41,7 @@ struct PplOptions {
   int32_t chunks = -1;
   int32_t threads = 0;
   std::string device = "cpu";
+  int32_t offload_layers = -1;  ///< --offload-layers
   KvOptions kv;
   std::string cpu_tuning;  ///< --cpu-tuning (parse_cpu_tuning)
   std::string kld_base;
@@ -101,6 +103,7 @@ Result<Model> load_model(const PplOptions& o, int32_t n_ctx) {
   GENIEX_ASSIGN_OR_RETURN(Device device, Device::parse(o.device));
   ModelBuilder b(path);
   b.with_device(device)
+      .with_offload_layers(o.offload_layers)
       .with_context_size(n_ctx)
       .with_threads(o.threads)
       .with_batch_size(std::min(o.batch, n_ctx))
@@ -417,6 +420,7 @@ Command register_perplexity(CLI::App& parent) {
   add_count_option(c, "-t,--threads", opts->threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = all cores)");
   c->add_option("--device", opts->device, "auto, cpu, gpu or npu")->capture_default_str();
+  add_offload_option(c, opts->offload_layers);
   add_kv_flags(c, opts->kv);
   c->add_option("--kl-divergence-base", opts->kld_base,
                 "base file of log-probabilities: written from -f's text, or read with "

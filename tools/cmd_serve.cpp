@@ -58,6 +58,7 @@ struct ServeOptions {
   KvOptions kv;
   bool deterministic = false;
   std::string device = "auto";
+  int32_t offload_layers = -1;  ///< --offload-layers (or -ngl)
   double max_body_mb = 4.0;
   double shutdown_timeout = 5.0;
   bool verbose = false;
@@ -314,6 +315,8 @@ int run_serve(const ServeOptions& o) {
   }
   auto device = Device::parse(o.device);
   if (!device.ok()) return usage("--device: " + device.status().message());
+  const auto offload = offload_layers_of(o.offload_layers, o.ignored);
+  if (!offload.ok()) return usage(offload.status().message());
   auto served = served_models(o);
   if (!served.ok()) {
     return served.status().code() == StatusCode::kInvalidArgument ? usage(served.status().message())
@@ -348,11 +351,15 @@ int run_serve(const ServeOptions& o) {
   }
   // Builds any served model with the same flags (the registry calls it on first use). One
   // sequence per generating request; the batching engine runs them in shared steps.
-  auto build_model = [&o, dev = *device](const std::string& p) -> Result<Model> {
+  auto build_model = [&o, dev = *device,
+                      n_offload = *offload](const std::string& p) -> Result<Model> {
     ModelBuilder b(p);
     b.with_deterministic(o.deterministic);
-    b.with_device(dev).with_context_size(o.ctx).with_threads(o.threads).with_max_sequences(
-        o.parallel);
+    b.with_device(dev)
+        .with_offload_layers(n_offload)
+        .with_context_size(o.ctx)
+        .with_threads(o.threads)
+        .with_max_sequences(o.parallel);
     GENIEX_TRY(apply_kv_flags(o.kv, b));
     GENIEX_ASSIGN_OR_RETURN(std::string mmproj,
                             resolve_mmproj(p, o.mmproj, o.no_mmproj, "geniex serve"));
@@ -475,6 +482,7 @@ Command register_serve(CLI::App& parent) {
               "bit-identical output whether a request runs alone or batched (slower decode for "
               "Q8_0/Q5_0/Q4_0 weights)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
+  add_offload_option(c, o->offload_layers);
   add_real_option(c, "--max-body-mb", o->max_body_mb, 1e-3, kMaxBodyMb,
                   "largest request body in MiB (413 beyond)");
   add_real_option(c, "--shutdown-timeout", o->shutdown_timeout, 0.0, 86400.0,

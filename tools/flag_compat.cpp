@@ -3,7 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <utility>
+
+#include "number_flags.h"
 
 namespace geniex::cli {
 namespace {
@@ -45,10 +48,11 @@ std::vector<std::string> rewrite_llama_flags(int argc, const char* const* argv) 
 }
 
 void add_ignored_llama_flags(CLI::App* c, IgnoredFlags& f) {
-  const std::string group = "llama.cpp flags (accepted, ignored here)";
   c->add_option("--n-gpu-layers,--gpu-layers", f.n_gpu_layers,
-                "ignored: GenieX places layers itself (use --device); -ngl works too")
-      ->group(group);
+                "llama.cpp's -ngl N (works too): --offload-layers N-1 (llama.cpp counts the "
+                "output head as a layer); auto/all = no limit")
+      ->group("llama.cpp flags (mapped to ours)");
+  const std::string group = "llama.cpp flags (accepted, ignored here)";
   c->add_option("--flash-attn", f.flash_attn,
                 "ignored: attention is always fused here; -fa [on|off|auto] works too")
       ->expected(0, 1)
@@ -63,13 +67,37 @@ std::vector<std::string> ignored_flag_notes(const CLI::App& c) {
     const CLI::Option* o = c.get_option_no_throw(name);
     if (o != nullptr && o->count() > 0) notes.push_back(std::string("note: ") + why);
   };
-  note("--n-gpu-layers",
-       "-ngl/--n-gpu-layers is ignored: GenieX splits the model across units itself; choose "
-       "with --device auto|cpu|gpu|npu");
+  const CLI::Option* ngl = c.get_option_no_throw("--n-gpu-layers");
+  if (ngl != nullptr && ngl->count() > 0 && !ngl->results().empty() &&
+      ngl->results().back() == "1") {
+    notes.push_back(
+        "note: -ngl 1 offloads nothing here (llama.cpp would offload the output head alone; "
+        "GenieX keeps the head with the last offloaded layer): use -ngl 2 / --offload-layers 1 "
+        "for the last layer and the head");
+  }
   note("--flash-attn", "-fa/--flash-attn is ignored: attention is always fused here");
   note("--mlock", "--mlock is ignored: the model is memory-mapped");
   note("--no-mmap", "--no-mmap is ignored: the model is always memory-mapped");
   return notes;
+}
+
+Result<int32_t> offload_from_ngl(std::string_view value) {
+  if (value == "auto" || value == "all") return -1;
+  GENIEX_ASSIGN_OR_RETURN(const int64_t n, parse_count("-ngl/--n-gpu-layers", value,
+                                                       std::numeric_limits<int32_t>::min(),
+                                                       std::numeric_limits<int32_t>::max()));
+  if (n < 0) return -1;
+  return static_cast<int32_t>(n == 0 ? 0 : n - 1);
+}
+
+Result<int32_t> offload_layers_of(int32_t offload, const IgnoredFlags& f) {
+  if (f.n_gpu_layers.empty()) return offload;
+  if (offload != -1) {
+    return invalid_argument(
+        "--offload-layers and -ngl/--n-gpu-layers both given: give one (-ngl N is "
+        "--offload-layers N-1)");
+  }
+  return offload_from_ngl(f.n_gpu_layers);
 }
 
 size_t edit_distance(std::string_view a, std::string_view b) {

@@ -23,6 +23,7 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
                 "GGUF model (default: see `geniex list`; GENIEX_MODEL overrides)");
   add_mmproj_flags(c, o.mmproj, o.no_mmproj);
   c->add_option("--device", o.device, "auto, cpu, gpu or npu")->capture_default_str();
+  add_offload_option(c, o.offload_layers);
   add_context_option(c, o.ctx, "context size in tokens (0 = the model's own)");
   add_count_option(c, "-t,--threads", o.threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = the CPUs this process may use)");
@@ -38,6 +39,13 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
                 "CPU kernel tuning for A/B runs, key=value,...: isa=scalar|sse4|avx2|..., "
                 "repack=default|none|all, huge_pages=0|1, prefetch=BYTES, streams=N");
   add_ignored_llama_flags(c, o.ignored);
+}
+
+CLI::Option* add_offload_option(CLI::App* c, int32_t& n) {
+  return add_count_option(c, "--offload-layers", n, -1, kMaxInt32,
+                          "decoder layers on the --device accelerator: the last N (and the output "
+                          "head when N >= 1), the rest on the CPU; 0 = all on the CPU, -1 = no "
+                          "limit");
 }
 
 void add_mmproj_flags(CLI::App* c, std::string& mmproj, bool& no_mmproj) {
@@ -206,6 +214,7 @@ Result<PreparedModel> prepare_model(const ModelOptions& o, DefaultModel which) {
     GENIEX_ASSIGN_OR_RETURN(
         path, which == DefaultModel::kChat ? default_chat_model_path() : default_model_path());
   }
+  GENIEX_ASSIGN_OR_RETURN(const int32_t offload, offload_layers_of(o.offload_layers, o.ignored));
   auto cpu = parse_cpu_tuning(o.cpu_tuning);
   if (!cpu.ok()) return invalid_argument("--cpu-tuning: " + cpu.status().message());
   GENIEX_ASSIGN_OR_RETURN(std::string mmproj, resolve_mmproj(path, o.mmproj, o.no_mmproj));
@@ -214,7 +223,11 @@ Result<PreparedModel> prepare_model(const ModelOptions& o, DefaultModel which) {
   BackendTuning tuning;
   tuning.cpu = std::move(*cpu);
   b.with_tuning(tuning);
-  b.with_device(*device).with_context_size(o.ctx).with_threads(o.threads).with_batch_size(o.batch);
+  b.with_device(*device)
+      .with_offload_layers(offload)
+      .with_context_size(o.ctx)
+      .with_threads(o.threads)
+      .with_batch_size(o.batch);
   GENIEX_TRY(apply_kv_flags(o.kv, b));
   if (o.verbose) {
     b.with_log([](std::string_view line) {

@@ -20,7 +20,8 @@ struct ModelOptions {
   std::string mmproj;      ///< --mmproj: vision encoder + projector of a vision-language model
   bool no_mmproj = false;  ///< --no-mmproj: no discovery of an mmproj-*.gguf beside the model
   std::string device = "auto";
-  int32_t ctx = 4096;  ///< 0 = the model's training context
+  int32_t offload_layers = -1;  ///< --offload-layers (ModelBuilder::with_offload_layers)
+  int32_t ctx = 4096;           ///< 0 = the model's training context
   int32_t threads = 0;
   int32_t batch = 512;
   bool verbose = false;
@@ -33,6 +34,10 @@ struct ModelOptions {
 };
 
 void add_model_flags(CLI::App* c, ModelOptions& o);
+
+/// --offload-layers N (ModelBuilder::with_offload_layers; -1 = no limit), for every command with
+/// --device.
+CLI::Option* add_offload_option(CLI::App* c, int32_t& n);
 
 /// Which default model a command wants when -m is not given.
 enum class DefaultModel { kText, kChat };

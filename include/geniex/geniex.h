@@ -94,9 +94,14 @@ typedef struct geniex_model_params {
   /* Appended in 0.2 (vision-language models): */
   const char* mmproj; /**< vision encoder + projector GGUF that makes the model take images
                            (geniex_generate_with_images); NULL or "" = text only */
+  /* Appended in 0.3 (layer offload): */
+  int32_t offload_layers; /**< decoder layers that may run on the accelerator `device` prefers:
+                               the last N (and the output head when N >= 1), the rest on the
+                               CPU; 0 = all on the CPU; -1 = no limit (default) */
 } geniex_model_params;
 
-/** Defaults: path NULL, device "auto", n_ctx 4096, n_threads 0, n_batch 512, mmproj NULL. */
+/** Defaults: path NULL, device "auto", n_ctx 4096, n_threads 0, n_batch 512, mmproj NULL,
+ *  offload_layers -1. */
 GENIEX_API geniex_model_params geniex_model_default_params(void);
 
 /** Loads a model. On success *out receives a model to release with geniex_model_free.

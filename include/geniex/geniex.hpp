@@ -542,6 +542,13 @@ class ModelBuilder {
   explicit ModelBuilder(std::string path);
 
   ModelBuilder& with_device(Device device);
+  /// How many decoder layers may run on the preferred accelerator (the NPU or GPU with_device
+  /// chooses; default -1: no limit, every stage goes to the first unit that can run it). With
+  /// n >= 0, llama.cpp's -ngl order: the LAST n layers and, when n >= 1, the output head may
+  /// leave the CPU; the embedding and the first layers run on the CPU. 0 keeps the whole model
+  /// on the CPU; n above the layer count means every layer. A vision encoder is not limited.
+  /// build() refuses n < -1.
+  ModelBuilder& with_offload_layers(int32_t n);
   /// Context window in tokens (default 4096, capped at the model's training context; 0 = the
   /// model's training context).
   ModelBuilder& with_context_size(int32_t n_ctx);
@@ -609,6 +616,7 @@ class ModelBuilder {
   std::function<void(std::string_view)> log_;
   std::string plugin_dir_;
   std::string npu_config_;
+  int32_t offload_layers_ = -1;
   std::string mmproj_;
   bool deterministic_ = false;
   BackendTuning tuning_;

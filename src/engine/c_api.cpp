@@ -199,6 +199,7 @@ geniex_model_params geniex_model_default_params(void) {
   p.n_threads = 0;
   p.n_batch = 512;
   p.mmproj = nullptr;
+  p.offload_layers = -1;
   return p;
 }
 
@@ -227,6 +228,10 @@ int geniex_model_load(const geniex_model_params* params, geniex_model** out, gen
                   sizeof(params->mmproj)) &&
         params->mmproj != nullptr && params->mmproj[0] != '\0') {
       b.with_mmproj(params->mmproj);
+    }
+    if (has_field(params->struct_size, offsetof(geniex_model_params, offload_layers),
+                  sizeof(params->offload_layers))) {
+      b.with_offload_layers(params->offload_layers);
     }
     auto m = b.build();
     if (!m.ok()) return fail(err, m.status());

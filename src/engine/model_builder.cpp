@@ -62,6 +62,10 @@ ModelBuilder& ModelBuilder::with_device(Device device) {
   device_ = device;
   return *this;
 }
+ModelBuilder& ModelBuilder::with_offload_layers(int32_t n) {
+  offload_layers_ = n;
+  return *this;
+}
 ModelBuilder& ModelBuilder::with_context_size(int32_t n_ctx) {
   n_ctx_ = n_ctx;
   return *this;
@@ -214,6 +218,7 @@ Result<std::vector<std::string>> ModelBuilder::make_scheduler(Model::Impl& impl)
                                                      [log](const std::string& line) {
                                                        if (log) log(line);
                                                      }));
+  sched.set_offload_layers(offload_layers_);
   impl.scheduler.emplace(std::move(sched));
   return warnings;
 }
@@ -227,6 +232,10 @@ Result<Model> ModelBuilder::build() const {
   }
   if (n_batch_ < 1)
     return invalid_argument("batch size must be >= 1, got " + std::to_string(n_batch_));
+  if (offload_layers_ < -1) {
+    return invalid_argument("offload layers must be >= 0 (or -1 = no limit), got " +
+                            std::to_string(offload_layers_));
+  }
   static_assert(ModelBuilder::kMaxThreads == ThreadPool::kMaxThreads);
   if (n_threads_ < 0 || n_threads_ > kMaxThreads) {
     return invalid_argument("threads must be in [0, " + std::to_string(kMaxThreads) +

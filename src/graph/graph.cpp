@@ -338,7 +338,9 @@ Graph::Graph(const Graph& other)
       stage_(other.stage_),
       n_stages_(other.n_stages_),
       batch_tokens_(other.batch_tokens_),
-      stage_labels_(other.stage_labels_) {}
+      stage_labels_(other.stage_labels_),
+      stage_kinds_(other.stage_kinds_),
+      stage_layers_(other.stage_layers_) {}
 Graph& Graph::operator=(const Graph& other) {
   if (this != &other) {
     nodes_ = other.nodes_;
@@ -347,15 +349,38 @@ Graph& Graph::operator=(const Graph& other) {
     n_stages_ = other.n_stages_;
     batch_tokens_ = other.batch_tokens_;
     stage_labels_ = other.stage_labels_;
+    stage_kinds_ = other.stage_kinds_;
+    stage_layers_ = other.stage_layers_;
   }
   return *this;
 }
 
-void Graph::begin_stage(int32_t id, std::string label) {
+void Graph::begin_stage(int32_t id, std::string label, StageKind kind, int32_t layer) {
   stage_ = std::max<int32_t>(0, id);
   n_stages_ = std::max(n_stages_, stage_ + 1);
-  if (stage_labels_.size() <= static_cast<size_t>(stage_)) stage_labels_.resize(stage_ + 1);
-  stage_labels_[stage_] = std::move(label);
+  const auto n = static_cast<size_t>(stage_) + 1;
+  if (stage_labels_.size() < n) stage_labels_.resize(n);
+  if (stage_kinds_.size() < n) stage_kinds_.resize(n, StageKind::kOther);
+  if (stage_layers_.size() < n) stage_layers_.resize(n, -1);
+  stage_labels_[static_cast<size_t>(stage_)] = std::move(label);
+  stage_kinds_[static_cast<size_t>(stage_)] = kind;
+  stage_layers_[static_cast<size_t>(stage_)] = kind == StageKind::kLayer ? std::max(0, layer) : -1;
+}
+
+StageKind Graph::stage_kind(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= stage_kinds_.size()) return StageKind::kOther;
+  return stage_kinds_[static_cast<size_t>(id)];
+}
+
+int32_t Graph::stage_layer(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= stage_layers_.size()) return -1;
+  return stage_layers_[static_cast<size_t>(id)];
+}
+
+int32_t Graph::n_layer_stages() const {
+  int32_t n = 0;
+  for (int32_t l : stage_layers_) n = std::max(n, l + 1);
+  return n;
 }
 
 std::string Graph::stage_label(int32_t id) const {

@@ -22,6 +22,14 @@ enum class NodeRole : uint8_t {
   kState,   ///< persistent mutable storage bound at run time (a KV cache layer: F32/F16/Q8_0/Q4_0)
 };
 
+/// What a placement stage holds, for the layer limit (Scheduler::set_offload_layers).
+enum class StageKind : uint8_t {
+  kOther,   ///< not part of a layered model (e.g. a vision encoder's stages)
+  kInput,   ///< the token embedding
+  kLayer,   ///< one decoder / encoder layer (Graph::stage_layer names which)
+  kOutput,  ///< the final norm and the output head
+};
+
 /// One node. For kInput/kWeight nodes `op`, `inputs` and `params` are unused.
 struct Node {
   NodeRole role = NodeRole::kInput;
@@ -62,9 +70,17 @@ class Graph {
   /// Nodes added from now on belong to stage `id` (>= 0), labelled `label` (e.g. "layers 0-3",
   /// "lm_head") for placement logs. Stages group nodes the scheduler may place on one unit;
   /// a graph that never calls this is one stage, 0.
-  void begin_stage(int32_t id, std::string label);
+  /// `kind` (and, for kLayer, the layer's index `layer`) tells the layer limit what it holds.
+  void begin_stage(int32_t id, std::string label, StageKind kind = StageKind::kOther,
+                   int32_t layer = -1);
   /// Label of stage `id` ("" when never labelled).
   [[nodiscard]] std::string stage_label(int32_t id) const;
+  /// Kind of stage `id` (kOther when never given).
+  [[nodiscard]] StageKind stage_kind(int32_t id) const;
+  /// Layer index of a kLayer stage `id`; -1 for other stages.
+  [[nodiscard]] int32_t stage_layer(int32_t id) const;
+  /// Number of layers the kLayer stages hold (largest layer index + 1; 0 when none).
+  [[nodiscard]] int32_t n_layer_stages() const;
   /// The stage nodes are added to now.
   [[nodiscard]] int32_t current_stage() const { return stage_; }
   /// Number of distinct stages (max stage id + 1).
@@ -91,6 +107,8 @@ class Graph {
   int32_t n_stages_ = 1;
   int32_t batch_tokens_ = 0;
   std::vector<std::string> stage_labels_;
+  std::vector<StageKind> stage_kinds_;
+  std::vector<int32_t> stage_layers_;
 };
 
 /// Output descriptor of `kind` applied to `inputs`, or the Status explaining why not.

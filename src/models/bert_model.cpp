@@ -153,7 +153,7 @@ Result<BertGraph> build_bert_graph(const BertConfig& cfg, const BertWeights& w, 
   bg.seq_seg = g.add_input(graph::make_desc(GgmlType::kI32, 2, T), "seq_seg");
 
   g.set_batch_tokens(n_tokens);
-  g.begin_stage(0, "embedding");
+  g.begin_stage(0, "embedding", graph::StageKind::kInput);
   GENIEX_ASSIGN_OR_RETURN(NodeId x, b.op(OpKind::kEmbedding, {b.weight(w.tok_embd), bg.token_ids}));
   if (w.type_embd != nullptr) {
     GENIEX_ASSIGN_OR_RETURN(NodeId t,
@@ -167,7 +167,8 @@ Result<BertGraph> build_bert_graph(const BertConfig& cfg, const BertWeights& w, 
 
   for (uint32_t il = 0; il < cfg.n_layer; ++il) {
     const BertLayerWeights& l = w.layers[il];
-    g.begin_stage(static_cast<int32_t>(il) + 1, "layer " + std::to_string(il));
+    g.begin_stage(static_cast<int32_t>(il) + 1, "layer " + std::to_string(il),
+                  graph::StageKind::kLayer, static_cast<int32_t>(il));
     GENIEX_ASSIGN_OR_RETURN(NodeId q, b.linear(x, l.q, l.q_b));
     GENIEX_ASSIGN_OR_RETURN(NodeId k, b.linear(x, l.k, l.k_b));
     GENIEX_ASSIGN_OR_RETURN(NodeId v, b.linear(x, l.v, l.v_b));

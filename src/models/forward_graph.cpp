@@ -290,7 +290,7 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
 
   // Placement stages: the embedding, one per layer, the output head.
   fg.graph.set_batch_tokens(n_tokens);
-  fg.graph.begin_stage(0, "embedding");
+  fg.graph.begin_stage(0, "embedding", graph::StageKind::kInput);
   GENIEX_ASSIGN_OR_RETURN(NodeId x, b.op(OpKind::kEmbedding, {b.weight(w.tok_embd), fg.token_ids}));
   if (cfg.embd_scale != 1.0f) {
     OpParams sp;
@@ -307,7 +307,8 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
 
   for (uint32_t il = 0; il < cfg.n_layer; ++il) {
     const LayerWeights& lw = w.layers[il];
-    fg.graph.begin_stage(static_cast<int32_t>(il) + 1, "layer " + std::to_string(il));
+    fg.graph.begin_stage(static_cast<int32_t>(il) + 1, "layer " + std::to_string(il),
+                         graph::StageKind::kLayer, static_cast<int32_t>(il));
     GENIEX_ASSIGN_OR_RETURN(NodeId h, b.rms_norm(x, lw.attn_norm));
     if (cfg.layer_is_conv(il)) {
       GENIEX_ASSIGN_OR_RETURN(h, conv_block(b, fg, cfg, lw, il, h));
@@ -333,7 +334,7 @@ Result<ForwardGraph> build_forward_graph(const ModelConfig& cfg, const ModelWeig
     GENIEX_ASSIGN_OR_RETURN(x, b.op(OpKind::kAdd, {x, h}));
   }
 
-  fg.graph.begin_stage(static_cast<int32_t>(cfg.n_layer) + 1, "output");
+  fg.graph.begin_stage(static_cast<int32_t>(cfg.n_layer) + 1, "output", graph::StageKind::kOutput);
   GENIEX_ASSIGN_OR_RETURN(x, b.rms_norm(x, w.output_norm));
   if (spec.hidden_only) {
     fg.hidden = x;

@@ -88,8 +88,28 @@ std::vector<backends::Backend*> Scheduler::order() const {
   return out;
 }
 
+void Scheduler::set_offload_layers(int32_t n) {
+  offload_layers_ = n < 0 ? -1 : n;
+  plans_.clear();
+}
+
+bool Scheduler::may_offload(const Graph& g, int32_t s) const {
+  if (offload_layers_ < 0) return true;
+  const int32_t n_layers = g.n_layer_stages();
+  if (n_layers == 0) return true;  // not a layered graph: the limit does not apply
+  switch (g.stage_kind(s)) {
+    case graph::StageKind::kLayer: return g.stage_layer(s) >= n_layers - offload_layers_;
+    case graph::StageKind::kOutput: return offload_layers_ >= 1;
+    case graph::StageKind::kInput:
+    case graph::StageKind::kOther: break;
+  }
+  return false;
+}
+
 std::vector<int32_t> Scheduler::static_batch_tokens() const {
   for (auto* b : order()) {
+    // No stage of a layered graph leaves the CPU: its steps need no padding.
+    if (offload_layers_ == 0 && b->kind() != DeviceKind::kCpu) continue;
     auto v = b->static_batch_tokens();
     if (!v.empty()) return v;
   }
@@ -128,9 +148,14 @@ Result<Placement> Scheduler::place_stages(const Graph& g,
     std::string unit, op, node, reason;
   };
   std::vector<Note> notes;
+  // Stages the layer limit keeps on the CPU although a unit above it comes first.
+  std::vector<int32_t> held;
   for (int32_t s = 0; s < n_stages; ++s) {
     if (ops[static_cast<size_t>(s)].empty()) continue;
+    const bool limited = !may_offload(g, s);
+    if (limited && chain.front()->kind() != DeviceKind::kCpu) held.push_back(s);
     for (backends::Backend* b : chain) {
+      if (limited && b->kind() != DeviceKind::kCpu) continue;
       std::string op, node, why;
       if (banned_.count({b, s, g.batch_tokens()}) != 0) {
         why = "failed here at run time";
@@ -175,6 +200,20 @@ Result<Placement> Scheduler::place_stages(const Graph& g,
                            : n.unit + " cannot run " + n.op + " (" + n.node + "): " + n.reason;
     if (n_stages > 1) text = range_name(g, n.first, n.last) + ": " + text;
     p.notes.push_back(std::move(text));
+  }
+  if (!held.empty()) {
+    // "embedding, layer 0 .. layer 15 on the CPU: --offload-layers 2"
+    std::string text;
+    for (size_t i = 0; i < held.size();) {
+      size_t j = i;
+      while (j + 1 < held.size() && held[j + 1] == held[j] + 1 &&
+             g.stage_kind(held[j + 1]) == g.stage_kind(held[i])) {
+        ++j;
+      }
+      text += (text.empty() ? "" : ", ") + range_name(g, held[i], held[j]);
+      i = j + 1;
+    }
+    p.notes.push_back(text + " on the CPU: --offload-layers " + std::to_string(offload_layers_));
   }
   // Segments: consecutive stages on one unit.
   for (int32_t s = 0; s < n_stages; ++s) {

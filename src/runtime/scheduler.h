@@ -10,6 +10,10 @@
 // idempotent, so a re-run leaves the same state. Segments whose inputs are ready run
 // concurrently when they are on different units; while one runs, the next unit prepares its
 // segment (weights upload) on another thread.
+//
+// A layer limit (set_offload_layers(n), n >= 0) keeps a layered graph's stages off the
+// accelerators except the LAST n layers and, when n >= 1, the output head (llama.cpp's -ngl
+// order); the embedding stays on the CPU. The other stages' chain is the CPU alone.
 #pragma once
 
 #include <cstdint>
@@ -84,6 +88,13 @@ class Scheduler {
   /// placement of its stages, as text for `--explain-placement`.
   std::string explain(const graph::Graph& graph);
 
+  /// At most `n` layers of a layered graph (stages of StageKind kLayer: the last n) and, when
+  /// n >= 1, its output head may go to a unit other than the CPU; the embedding and the other
+  /// layers go to the CPU. -1 (the default): no limit. n above the layer count is all layers.
+  /// Graphs without kLayer stages (a vision encoder) are not limited. Drops cached plans.
+  void set_offload_layers(int32_t n);
+  [[nodiscard]] int32_t offload_layers() const { return offload_layers_; }
+
   [[nodiscard]] const Placement& last_placement() const { return last_; }
   [[nodiscard]] DevicePreference preference() const { return preference_; }
   /// Per segment of the plans run so far (same label + backend summed).
@@ -106,6 +117,8 @@ class Scheduler {
   struct Plan;
   Scheduler();
   std::vector<backends::Backend*> order() const;
+  /// Whether the layer limit lets stage `s` of `g` leave the CPU.
+  [[nodiscard]] bool may_offload(const graph::Graph& g, int32_t s) const;
   Result<Placement> place_stages(const graph::Graph& g, std::vector<backends::Backend*>& unit_of);
   Result<Plan*> plan_for(const graph::Graph& g);
   Status execute(Plan& plan, const graph::Graph& g, const graph::Bindings& b, size_t& failed,
@@ -124,6 +137,7 @@ class Scheduler {
   std::unique_ptr<std::mutex> profile_mu_;
   std::vector<StageProfile> profile_;
   int64_t fallbacks_ = 0;
+  int32_t offload_layers_ = -1;
 };
 
 }  // namespace geniex::runtime

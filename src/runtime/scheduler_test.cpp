@@ -331,6 +331,172 @@ TEST(Scheduler, PlacementFollowsTheGraph) {
   EXPECT_EQ(log.size(), 2u);
 }
 
+// A layered graph as models build it: embedding (kInput), `n_layers` layers (kLayer), output
+// head (kOutput), each stage one or two F32 ops.
+Graph layered_graph(int32_t n_layers) {
+  Graph g;
+  const NodeId ids = g.add_input(make_desc(GgmlType::kI32, 2), "ids");
+  const NodeId tab = g.add_weight(make_desc(GgmlType::kF32, 8, 16), "tok_embd");
+  g.begin_stage(0, "embedding", graph::StageKind::kInput);
+  auto x = g.add_op(OpKind::kEmbedding, {tab, ids}, {}, "embed");
+  EXPECT_TRUE(x.ok());
+  for (int32_t l = 0; l < n_layers; ++l) {
+    g.begin_stage(l + 1, "layer " + std::to_string(l), graph::StageKind::kLayer, l);
+    x = g.add_op(OpKind::kRmsNorm, {*x}, {}, "attn_norm." + std::to_string(l));
+    EXPECT_TRUE(x.ok());
+  }
+  g.begin_stage(n_layers + 1, "output", graph::StageKind::kOutput);
+  x = g.add_op(OpKind::kRmsNorm, {*x}, {}, "output_norm");
+  EXPECT_TRUE(x.ok());
+  return g;
+}
+
+std::string segments_text(const Placement& p) {
+  std::string out;
+  for (const auto& s : p.segments) out += (out.empty() ? "" : ", ") + s.label + " -> " + s.backend;
+  return out;
+}
+
+TEST(SchedulerOffload, TheLastNLayersAndTheHeadGoToTheAcceleratorTheRestToTheCpu) {
+  const Graph g = layered_graph(4);
+  ASSERT_EQ(g.n_layer_stages(), 4);
+  Units u = units();
+  auto s = Scheduler::create(std::move(u.list), DevicePreference::kNpu);
+  ASSERT_TRUE(s.ok());
+  // Default: no limit, today's placement (everything on the first unit that can).
+  EXPECT_EQ(s->offload_layers(), -1);
+  auto p = s->place(g);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->stage, "whole model");
+  EXPECT_EQ(p->backend, "fake-npu");
+
+  s->set_offload_layers(2);
+  p = s->place(g);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(segments_text(*p), "embedding .. layer 1 -> fake-cpu, layer 2 .. output -> fake-npu");
+  EXPECT_EQ(p->backend, "fake-cpu + fake-npu");
+  ASSERT_EQ(p->notes.size(), 1u);
+  EXPECT_EQ(p->notes[0], "embedding, layer 0 .. layer 1 on the CPU: --offload-layers 2");
+
+  s->set_offload_layers(1);
+  p = s->place(g);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(segments_text(*p), "embedding .. layer 2 -> fake-cpu, layer 3 .. output -> fake-npu");
+}
+
+TEST(SchedulerOffload, ZeroKeepsAllOnTheCpuAndMoreThanTheLayersKeepsOnlyTheEmbedding) {
+  const Graph g = layered_graph(3);
+  Units u = units();
+  FakeBackend* cpu = u.cpu;
+  FakeBackend* npu = u.npu;
+  auto s = Scheduler::create(std::move(u.list), DevicePreference::kNpu);
+  ASSERT_TRUE(s.ok());
+  s->set_offload_layers(0);
+  auto p = s->place(g);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->stage, "whole model");
+  EXPECT_EQ(p->backend, "fake-cpu");
+  ASSERT_EQ(p->notes.size(), 1u);
+  EXPECT_EQ(p->notes[0], "embedding, layer 0 .. layer 2, output on the CPU: --offload-layers 0");
+  ASSERT_TRUE(s->run(g, graph::Bindings{}).ok());
+  EXPECT_EQ(cpu->runs, 1);
+  EXPECT_EQ(npu->runs, 0);
+
+  for (int32_t n : {3, 4, 1000}) {
+    s->set_offload_layers(n);
+    p = s->place(g);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(segments_text(*p), "embedding -> fake-cpu, layer 0 .. output -> fake-npu") << n;
+    ASSERT_EQ(p->notes.size(), 1u);
+    EXPECT_EQ(p->notes[0], "embedding on the CPU: --offload-layers " + std::to_string(n));
+  }
+  // A negative value is "no limit".
+  s->set_offload_layers(-5);
+  EXPECT_EQ(s->offload_layers(), -1);
+  p = s->place(g);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->backend, "fake-npu");
+  EXPECT_TRUE(p->notes.empty());
+}
+
+TEST(SchedulerOffload, PinnedCpuAndUnlayeredGraphsAreUnaffected) {
+  // A pinned CPU needs no note; a graph without layer stages (a vision encoder) keeps the
+  // device preference whatever the limit.
+  Units u = units();
+  auto s = Scheduler::create(std::move(u.list), DevicePreference::kCpu);
+  ASSERT_TRUE(s.ok());
+  s->set_offload_layers(1);
+  auto p = s->place(layered_graph(3));
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->backend, "fake-cpu");
+  EXPECT_TRUE(p->notes.empty());
+
+  Units v = units();
+  auto t = Scheduler::create(std::move(v.list), DevicePreference::kGpu);
+  ASSERT_TRUE(t.ok());
+  t->set_offload_layers(0);
+  p = t->place(test_graph());
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->backend, "fake-gpu");
+  EXPECT_TRUE(p->notes.empty());
+}
+
+TEST(SchedulerOffload, CapabilityFallbackStillAppliesToTheOffloadedLayers) {
+  // The NPU cannot run RmsNorm: the offloaded stages fall to the GPU, the rest stay on the CPU.
+  const Graph g = layered_graph(4);
+  Units u = units({}, {OpKind::kRmsNorm});
+  auto s = Scheduler::create(std::move(u.list), DevicePreference::kAuto);
+  ASSERT_TRUE(s.ok());
+  s->set_offload_layers(2);
+  auto p = s->place(g);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(segments_text(*p), "embedding .. layer 1 -> fake-cpu, layer 2 .. output -> fake-gpu");
+  ASSERT_EQ(p->notes.size(), 2u);
+  EXPECT_NE(p->notes[0].find("layer 2 .. output: fake-npu cannot run RmsNorm"), std::string::npos)
+      << p->notes[0];
+  EXPECT_EQ(p->notes[1], "embedding, layer 0 .. layer 1 on the CPU: --offload-layers 2");
+}
+
+TEST(SchedulerOffload, ARunTimeFailureMovesOnlyTheOffloadedStagesDown) {
+  const Graph g = layered_graph(4);
+  std::vector<std::unique_ptr<Backend>> list;
+  auto npu = std::make_unique<FakeBackend>("fake-npu", DeviceKind::kNpu, std::set<OpKind>{},
+                                           internal_error("npu broke"));
+  auto cpu = std::make_unique<FakeBackend>("fake-cpu", DeviceKind::kCpu);
+  FakeBackend* np = npu.get();
+  FakeBackend* cp = cpu.get();
+  list.push_back(std::move(npu));
+  list.push_back(std::move(cpu));
+  std::vector<std::string> log;
+  auto s = Scheduler::create(std::move(list), DevicePreference::kNpu,
+                             [&](const std::string& line) { log.push_back(line); });
+  ASSERT_TRUE(s.ok());
+  s->set_offload_layers(2);
+  ASSERT_TRUE(s->run(g, graph::Bindings{}).ok());
+  EXPECT_EQ(s->fallbacks(), 1);
+  EXPECT_GE(np->runs, 1);
+  EXPECT_GE(cp->runs, 1);
+  EXPECT_EQ(s->last_placement().backend, "fake-cpu");
+  bool moved = false;
+  for (const auto& l : log)
+    moved = moved || l.find("layer 2 .. output moves off fake-npu") != std::string::npos;
+  EXPECT_TRUE(moved) << (log.empty() ? "" : log.back());
+}
+
+TEST(SchedulerOffload, ExplainShowsTheSegmentsAndTheNote) {
+  const Graph g = layered_graph(3);
+  Units u = units();
+  auto s = Scheduler::create(std::move(u.list), DevicePreference::kNpu);
+  ASSERT_TRUE(s.ok());
+  s->set_offload_layers(1);
+  const std::string e = s->explain(g);
+  EXPECT_NE(e.find("  embedding .. layer 1 -> fake-cpu\n"), std::string::npos) << e;
+  EXPECT_NE(e.find("  layer 2 .. output -> fake-npu\n"), std::string::npos) << e;
+  EXPECT_NE(e.find("  note: embedding, layer 0 .. layer 1 on the CPU: --offload-layers 1\n"),
+            std::string::npos)
+      << e;
+}
+
 TEST(Scheduler, PreferenceNames) {
   EXPECT_EQ(device_preference_name(DevicePreference::kAuto), "auto");
   EXPECT_EQ(device_preference_name(DevicePreference::kCpu), "cpu");

@@ -140,7 +140,8 @@ Result<StagePlan> StagePlan::build(const Graph& g,
       m.emplace(q, sid);
       ins.push_back(sid);
     }
-    seg.sub.begin_stage(n.stage, g.stage_label(n.stage));
+    seg.sub.begin_stage(n.stage, g.stage_label(n.stage), g.stage_kind(n.stage),
+                        g.stage_layer(n.stage));
     GENIEX_ASSIGN_OR_RETURN(NodeId sid, seg.sub.add_op(n.op, ins, n.params, n.name));
     if (seg.parent_of.size() <= sid) seg.parent_of.resize(sid + 1);
     seg.parent_of[sid] = p;

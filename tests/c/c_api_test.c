@@ -91,6 +91,7 @@ static void test_defaults(void) {
   CHECK(gp.ignore_eos == 0 && gp.add_special == 1 && gp.parse_special == 0);
   CHECK(mp.struct_size == sizeof(geniex_model_params));
   CHECK(mp.n_ctx == 4096 && mp.n_threads == 0 && mp.n_batch == 512);
+  CHECK(mp.offload_layers == -1);
   CHECK(strlen(geniex_version()) > 0);
 }
 
@@ -382,6 +383,15 @@ static void test_errors(geniex_model* model, const char* dir) {
   geniex_generation_free(NULL);
   geniex_error_free(NULL);
   geniex_tokens_free(NULL);
+
+  /* offload_layers below -1: INVALID_ARGUMENT naming the setting (before the file is looked at). */
+  mp = geniex_model_default_params();
+  mp.path = missing;
+  mp.offload_layers = -2;
+  CHECK(geniex_model_load(&mp, &m, &err) == GENIEX_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(geniex_error_message(err), "offload layers") != NULL);
+  geniex_error_free(err);
+  err = NULL;
 
   /* struct_size 0. */
   mp = geniex_model_default_params();
