@@ -573,9 +573,11 @@ class ModelBuilder {
   /// Folder searched for NPU plugins (libgeniex_npu_*.so). Default: $GENIEX_PLUGIN_DIR, else
   /// `plugins` beside or above the running executable's folder.
   ModelBuilder& with_plugin_dir(std::string dir);
-  /// Configuration string handed to every NPU plugin when it is created: `key=value` items
+  /// Configuration string handed to the NPU plugins when they are created: `key=value` items
   /// separated by ';', keys defined by the plugin (the reference plugin: `memory=64M`,
-  /// `fail_compile=1`, `fail_execute_at=N`). Default: empty.
+  /// `fail_compile=1`, `fail_execute_at=N`; the QNN plugin: src/backends/npu/qnn/README.md).
+  /// An item goes to every plugin unless scoped with a plugin's name, `NAME:key=value` (`ref`,
+  /// `qnn-htp`), which only that plugin receives. Default: empty.
   ModelBuilder& with_npu_config(std::string config);
   /// Bit-identical output whether a request runs alone or batched with others, and with or
   /// without a reused prefix (default off). Costs single-row speed for Q8_0/Q5_0/Q4_0 weights.

@@ -10,6 +10,8 @@
 #include <set>
 #include <system_error>
 
+#include "backends/npu/plugin_config.h"
+
 namespace geniex::backends::npu {
 namespace {
 
@@ -122,7 +124,8 @@ Result<std::unique_ptr<LoadedNpuPlugin>> LoadedNpuPlugin::open(const std::filesy
   p->version_ = api->version;
   std::array<char, kMsgSize> msg{};
   geniex_npu_device* dev = nullptr;
-  if (api->create(config.empty() ? nullptr : config.c_str(), &dev, msg.data(), msg.size()) !=
+  const std::string own = config_for_plugin(config, p->name_);
+  if (api->create(own.empty() ? nullptr : own.c_str(), &dev, msg.data(), msg.size()) !=
           GENIEX_NPU_OK ||
       dev == nullptr) {
     msg.back() = '\0';

@@ -34,7 +34,8 @@ struct NpuCaps {
 class LoadedNpuPlugin {
  public:
   /// Loads `path`, checks the table (ABI version, struct_size, mandatory functions), opens a
-  /// device with `config` (may be empty) and reads its caps.
+  /// device with its part of `config` (may be empty; config_for_plugin: unscoped items and
+  /// items scoped `NAME:` with the plugin's name) and reads its caps.
   static Result<std::unique_ptr<LoadedNpuPlugin>> open(const std::filesystem::path& path,
                                                        const std::string& config = {});
   ~LoadedNpuPlugin();

@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "backends/npu/npu_backend.h"
+#include "backends/npu/plugin_config.h"
 
 namespace geniex::backends::npu {
 namespace {
@@ -78,6 +79,30 @@ TEST(NpuPluginLoader, ConfigStringSetsTheMemoryCapAndBadKeysAreRefused) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("create failed: unknown config key 'memroy'"),
             std::string::npos)
+      << bad.status().message();
+}
+
+TEST(NpuPluginConfig, ScopedItemsGoOnlyToTheirPlugin) {
+  const std::string config =
+      "memory=2G;qnn-htp:soc_model=57;ref:fail_compile=1;qnn-htp:cache_dir=C:/x;;trace=1";
+  EXPECT_EQ(config_for_plugin(config, "ref"), "memory=2G;fail_compile=1;trace=1");
+  EXPECT_EQ(config_for_plugin(config, "qnn-htp"), "memory=2G;soc_model=57;cache_dir=C:/x;trace=1");
+  EXPECT_EQ(config_for_plugin(config, "other"), "memory=2G;trace=1");
+  // A ':' in the value is not a scope; spaces around a scope are allowed.
+  EXPECT_EQ(config_for_plugin("cache_dir=/a:b; ref :memory=1G", "ref"), "cache_dir=/a:b;memory=1G");
+  EXPECT_EQ(config_for_plugin("qnn-htp:soc_model=57", "ref"), "");
+  EXPECT_EQ(config_for_plugin("", "ref"), "");
+}
+
+TEST(NpuPluginLoader, OneConfigStringServesEveryPlugin) {
+  // Keys the reference plugin does not know, scoped to another plugin, no longer make it fail.
+  auto p = LoadedNpuPlugin::open(kRefPlugin, "qnn-htp:soc_model=57;ref:memory=96M");
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  EXPECT_EQ((*p)->caps().memory_bytes, uint64_t{96} << 20);
+  // Its own scope still checks its keys.
+  auto bad = LoadedNpuPlugin::open(kRefPlugin, "ref:soc_model=57");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown config key 'soc_model'"), std::string::npos)
       << bad.status().message();
 }
 
