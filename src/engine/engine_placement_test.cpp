@@ -149,5 +149,73 @@ TEST(EnginePlacement, AnNpuThatRunsOutOfMemoryMidRunFallsBackAndGenerationComple
   EXPECT_TRUE(cpu_after);
 }
 
+// with_offload_layers through the engine, on the reference NPU plugin.
+Model load_offload(const std::string& path, Device d, int32_t n, std::vector<std::string>* log) {
+  ModelBuilder b(path);
+  b.with_device(d).with_offload_layers(n).with_threads(2).with_context_size(512);
+  b.with_plugin_dir(GENIEX_TEST_PLUGIN_DIR);
+  if (log != nullptr) b.with_log([log](std::string_view l) { log->emplace_back(l); });
+  auto m = b.build();
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return std::move(*m);
+}
+
+TEST(EnginePlacement, OffloadLayersPutsTheLastLayersAndTheHeadOnTheNpu) {
+  // Tiny llama (3 layers), 2 on the reference NPU: layer 0 and the embedding on the CPU.
+  Model cpu = load_on(tiny("llama"), Device::cpu());
+  std::vector<std::string> log;
+  Model npu = load_offload(tiny("llama"), Device::npu(), 2, &log);
+  EXPECT_NE(npu.info().placement.find("embedding .. layer 0 -> cpu"), std::string::npos)
+      << npu.info().placement;
+  EXPECT_NE(npu.info().placement.find("layer 1 .. output -> npu(ref"), std::string::npos)
+      << npu.info().placement;
+  const std::string ex = npu.explain_placement();
+  EXPECT_NE(ex.find("note: embedding, layer 0 on the CPU: --offload-layers 2"), std::string::npos)
+      << ex;
+  // 130 tokens: a 128-token prefill chunk and a padded one, both cut at layer 1.
+  const auto toks = some_tokens(130, cpu.info().n_vocab);
+  auto a = cpu.logits(toks);
+  auto b = npu.logits(toks);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  const Agreement ag = compare(*a, *b, static_cast<size_t>(cpu.info().n_vocab));
+  std::printf("[ measure ] llama, 2 of 3 layers on the reference NPU vs CPU: top-1 %.4f, KL %.6f\n",
+              ag.top1, ag.kl);
+  // The reference NPU's int8 bound of the whole-model test (which puts all 3 layers there).
+  EXPECT_GE(ag.top1, 0.95);
+  EXPECT_LE(ag.kl, 0.01);
+  EXPECT_GT(ag.kl, 0.0) << "the NPU's int8 arithmetic ran on some layers";
+  std::string ran;
+  for (const auto& t : npu.stage_timings()) ran += t.stages + " @ " + t.device + "\n";
+  EXPECT_NE(ran.find("embedding .. layer 0 @ cpu"), std::string::npos) << ran;
+  EXPECT_NE(ran.find("layer 1 .. output @ npu(ref"), std::string::npos) << ran;
+  EXPECT_EQ(npu.engine_stats().fallbacks, 0) << joined(log);
+}
+
+TEST(EnginePlacement, OffloadZeroKeepsEveryLayerOnTheCpuUnderDeviceNpu) {
+  // Nothing on the NPU, no static-shape padding: the CPU's own logits, bit for bit.
+  Model cpu = load_offload(tiny("llama"), Device::cpu(), -1, nullptr);
+  Model npu = load_offload(tiny("llama"), Device::npu(), 0, nullptr);
+  EXPECT_NE(npu.info().placement.find("whole model -> cpu"), std::string::npos)
+      << npu.info().placement;
+  EXPECT_NE(npu.explain_placement().find(
+                "note: embedding, layer 0 .. layer 2, output on the CPU: --offload-layers 0"),
+            std::string::npos);
+  const auto toks = some_tokens(40, cpu.info().n_vocab);
+  auto a = cpu.logits(toks);
+  auto b = npu.logits(toks);
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().to_string();
+  ASSERT_EQ(a->size(), b->size());
+  EXPECT_EQ(0, std::memcmp(a->data(), b->data(), a->size() * sizeof(float)));
+  // Above the layer count: every layer and the head on the NPU, the embedding on the CPU.
+  Model all = load_offload(tiny("llama"), Device::npu(), 99, nullptr);
+  EXPECT_NE(all.info().placement.find("embedding -> cpu"), std::string::npos)
+      << all.info().placement;
+  EXPECT_NE(all.info().placement.find("layer 0 .. output -> npu(ref"), std::string::npos)
+      << all.info().placement;
+  auto bad = ModelBuilder(tiny("llama")).with_offload_layers(-2).build();
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace geniex
