@@ -202,8 +202,7 @@ GENIEX_X86_TARGET void x8_gemv_groups(size_t nb, const uint8_t* const* wg, const
             __m256i t = _mm256_set1_epi32(h == 0 ? corr : 0);
 #pragma GCC unroll 4
             for (int j = 0; j < 4; ++j) {
-              t = x8_dot<kQ8>(t, x8_weights<kQ8>(x, qh, h, j),
-                              _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+              t = x8_dot<kQ8>(t, x8_weights<kQ8>(x, qh, h, j), bcast_i32(y + 16 * h + 4 * j));
             }
             acc[g][4 * h + pos] =
                 _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[g][4 * h + pos]);
@@ -227,9 +226,9 @@ GENIEX_X86_TARGET void x8_gemv_groups(size_t nb, const uint8_t* const* wg, const
         for (int h = 0; h < 2; ++h) {
 #pragma GCC unroll 4
           for (int j = 0; j < 4; ++j) {
-            const __m256i t = x8_dot<kQ8>(_mm256_set1_epi32(h == 0 && j == 0 ? corr : 0),
-                                          x8_weights<kQ8>(x, qh, h, j),
-                                          _mm256_set1_epi32(detail::load_i32(y + 16 * h + 4 * j)));
+            const __m256i t =
+                x8_dot<kQ8>(_mm256_set1_epi32(h == 0 && j == 0 ? corr : 0),
+                            x8_weights<kQ8>(x, qh, h, j), bcast_i32(y + 16 * h + 4 * j));
             acc[g][4 * h + j] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(t), acc[g][4 * h + j]);
           }
         }

@@ -11,6 +11,11 @@
 #include "backends/cpu/kernels/packed_tiles-inl.h"  // NOLINT(build/include)
 #undef GENIEX_PACKED_TARGET
 
+// The 4 bytes at p in every 32-bit lane, by one broadcasting load (vbroadcastss m32).
+GENIEX_X86_TARGET inline __m256i bcast_i32(const uint8_t* p) {
+  return _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(p)));
+}
+
 // Activation rows per pass over a group: a float accumulator each, plus the 8 unpacked weight
 // vectors (32 ymm registers with AVX-512 VL, 16 with AVX2).
 inline constexpr int kPackedCols = GENIEX_X86_VNNI ? 8 : 4;
@@ -136,7 +141,16 @@ GENIEX_X86_TARGET inline void q4_0x8_gemv_lockstep(size_t nb, const uint8_t* con
     const uint8_t* y = a + ib * detail::kQ8x4Qs;
     const uint8_t* ds = a + ds_off + ib * detail::kQ8x4Ds;
     const __m256 ad = _mm256_set1_ps(load_f32(ds));
-    const __m256i corr = _mm256_set1_epi32(detail::load_i32(ds + 4));
+    const __m256i corr = bcast_i32(ds + 4);
+    // The block's 8 activation words, broadcast once for all G groups, each by a load that
+    // broadcasts (GCC kept set1_epi32(load_i32(...)) in general registers and broadcast them
+    // again per group: two uops and a register-file crossing each).
+    __m256i alo[4], ahi[4];
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      alo[m] = bcast_i32(y + 4 * m);
+      ahi[m] = bcast_i32(y + 16 + 4 * m);
+    }
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
       const uint8_t* x = w[g] + ib * detail::kQ4_0x8Block;
@@ -149,14 +163,12 @@ GENIEX_X86_TARGET inline void q4_0x8_gemv_lockstep(size_t nb, const uint8_t* con
         const __m256i bits = loadu256(x + 16 + 32 * m);
         const __m256i lo = _mm256_and_si256(bits, m4);
         const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-        const __m256i alo = _mm256_set1_epi32(detail::load_i32(y + 4 * m));
-        const __m256i ahi = _mm256_set1_epi32(detail::load_i32(y + 16 + 4 * m));
 #if GENIEX_X86_VNNI
-        s[(2 * m) % 4] = _mm256_dpbusd_epi32(s[(2 * m) % 4], lo, alo);
-        s[(2 * m + 1) % 4] = _mm256_dpbusd_epi32(s[(2 * m + 1) % 4], hi, ahi);
+        s[(2 * m) % 4] = _mm256_dpbusd_epi32(s[(2 * m) % 4], lo, alo[m]);
+        s[(2 * m + 1) % 4] = _mm256_dpbusd_epi32(s[(2 * m + 1) % 4], hi, ahi[m]);
 #else
-        s[(2 * m) % 4] = _mm256_add_epi16(s[(2 * m) % 4], _mm256_maddubs_epi16(lo, alo));
-        s[(2 * m + 1) % 4] = _mm256_add_epi16(s[(2 * m + 1) % 4], _mm256_maddubs_epi16(hi, ahi));
+        s[(2 * m) % 4] = _mm256_add_epi16(s[(2 * m) % 4], _mm256_maddubs_epi16(lo, alo[m]));
+        s[(2 * m + 1) % 4] = _mm256_add_epi16(s[(2 * m + 1) % 4], _mm256_maddubs_epi16(hi, ahi[m]));
 #endif
       }
       __m256i t = s[0];

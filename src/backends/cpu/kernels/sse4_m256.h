@@ -186,6 +186,15 @@ GENIEX_SSE4_FN __m256i _mm256_cvttps_epi32(__m256 a) {
 GENIEX_SSE4_FN __m256 _mm256_castsi256_ps(__m256i a) {
   return {_mm_castsi128_ps(a.lo), _mm_castsi128_ps(a.hi)};
 }
+GENIEX_SSE4_FN __m256i _mm256_castps_si256(__m256 a) {
+  return {_mm_castps_si128(a.lo), _mm_castps_si128(a.hi)};
+}
+GENIEX_SSE4_FN __m256 _mm256_broadcast_ss(const float* p) {
+  float f;
+  std::memcpy(&f, p, sizeof f);  // p may point into bytes
+  const __m128 v = _mm_set1_ps(f);
+  return {v, v};
+}
 GENIEX_SSE4_FN int _mm256_movemask_ps(__m256 a) {
   return _mm_movemask_ps(a.lo) | (_mm_movemask_ps(a.hi) << 4);
 }

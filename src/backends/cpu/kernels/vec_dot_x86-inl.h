@@ -427,9 +427,14 @@ struct Q6KKernel {
   // reached, instead of a whole row's at its start (gemm_tiles).
   static constexpr bool kPrefetchesBlocks = true;
 
+  // With few activation rows the 8 accumulations of a block into one sum would be one chain of
+  // dependent vpdpwssd (VNNI's madd_acc, ~4 cycles each): the GEMV ran at ~20 GB/s, bound by
+  // that latency. kSplit independent partial sums instead, added at the end of the block: integer
+  // sums, so the same bits.
   template <int NC>
   GENIEX_X86_TARGET static void run(size_t nb, const uint8_t* w, const uint8_t* const* a,
                                     float* res) {
+    constexpr int kSplit = NC == 1 ? 4 : NC == 2 ? 2 : 1;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i m30 = _mm256_set1_epi8(0x30);
     __m256 acc[NC];
@@ -443,8 +448,10 @@ struct Q6KKernel {
       // int16 lane g: scale 2g (the first 16 elements of group g), lane 8 + g: scale 2g + 1.
       const __m256i sc_eo = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
           sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
-      __m256i sumi[NC];
-      for (int c = 0; c < NC; ++c) sumi[c] = _mm256_setzero_si256();
+      __m256i sumi[NC][kSplit];
+      for (int c = 0; c < NC; ++c) {
+        for (int i = 0; i < kSplit; ++i) sumi[c][i] = _mm256_setzero_si256();
+      }
       for (int j = 0; j < 2; ++j) {
         const __m256i b1 = loadu256(x + 64 * j);
         const __m256i b2 = loadu256(x + 64 * j + 32);
@@ -466,14 +473,17 @@ struct Q6KKernel {
               sc_eo, _mm256_set1_epi16(static_cast<short>(((2 * g + 1) << 8) | (2 * g))));
           for (int c = 0; c < NC; ++c) {
             const uint8_t* y = a[c] + ib * kQ8KBytes + kQ8KQs + 128 * j + 32 * e;
-            sumi[c] = madd_acc(sumi[c], sc, _mm256_maddubs_epi16(q[e], loadu256(y)));
+            __m256i& s = sumi[c][g % kSplit];
+            s = madd_acc(s, sc, _mm256_maddubs_epi16(q[e], loadu256(y)));
           }
         }
       }
       for (int c = 0; c < NC; ++c) {
         const uint8_t* y = a[c] + ib * kQ8KBytes;
         const __m256i corr = _mm256_madd_epi16(sc16, loadu256(y + kQ8KBsums));
-        const __m256i s = _mm256_sub_epi32(sumi[c], _mm256_slli_epi32(corr, 5));
+        __m256i t = sumi[c][0];
+        for (int i = 1; i < kSplit; ++i) t = _mm256_add_epi32(t, sumi[c][i]);
+        const __m256i s = _mm256_sub_epi32(t, _mm256_slli_epi32(corr, 5));
         acc[c] = _mm256_fmadd_ps(_mm256_set1_ps(d * load_f32(y)), _mm256_cvtepi32_ps(s), acc[c]);
       }
     }
