@@ -45,6 +45,34 @@ def test_bench_profile_reports_stages_units_and_copies(geniex_bin):
     assert j["profile"]["fallbacks"] == 0
 
 
+def test_offload_layers_and_ngl_keep_the_first_layers_on_the_cpu(geniex_bin):
+    """--offload-layers 1: the tiny llama's last layer and head on the NPU; -ngl 2 is the same
+    split (llama.cpp counts the head as a layer); 0 keeps everything on the CPU under --device
+    npu, with the CPU's tokens."""
+    def run_explain(*flags):
+        r = run([geniex_bin, "run", "-m", TINY, "--raw", "-p", "Hello", "-n", 4, "--temp", 0,
+                 "--device", "npu", "--explain-placement", "--json", *flags])
+        assert r.returncode == 0, r.stderr
+        return r.stderr, json.loads(r.stdout)["token_ids"]
+
+    err, _ = run_explain("--offload-layers", 1)
+    assert "  embedding .. layer 1 -> cpu(" in err
+    assert "  layer 2 .. output -> npu(ref: reference NPU (host, int8))" in err
+    assert "  note: embedding, layer 0 .. layer 1 on the CPU: --offload-layers 1" in err
+    assert run_explain("-ngl", 2)[0] == err
+    err0, toks0 = run_explain("--offload-layers", 0)
+    assert "  embedding .. output -> cpu(" in err0 and "-> npu(" not in err0
+    # Nothing on the NPU: steps are not padded to its static 128-token chunks.
+    assert "== prefill step (128 tokens)" in err and "== prefill step (128 tokens)" not in err0
+    cpu = run([geniex_bin, "run", "-m", TINY, "--raw", "-p", "Hello", "-n", 4, "--temp", 0,
+               "--device", "cpu", "--json"])
+    assert cpu.returncode == 0, cpu.stderr
+    assert toks0 == json.loads(cpu.stdout)["token_ids"]
+    both = run([geniex_bin, "run", "-m", TINY, "-p", "x", "-ngl", 2, "--offload-layers", 1])
+    assert both.returncode == 2
+    assert "--offload-layers and -ngl/--n-gpu-layers both given" in both.stderr
+
+
 def test_unknown_device_is_a_usage_error(geniex_bin):
     r = run([geniex_bin, "run", "-m", TINY, "-p", "x", "--device", "tpu"])
     assert r.returncode != 0

@@ -245,6 +245,24 @@ def test_info_stats_and_close():
         m.generate("Hi")
 
 
+def test_offload_layers_splits_the_model_as_the_cli_does(build_dir, geniex_bin):
+    """offload_layers=1 on the reference NPU: the tiny llama's last layer and head there, the
+    embedding and layers 0-1 on the CPU; the same tokens as `geniex run --offload-layers 1`."""
+    plugins = build_dir / "plugins"
+    with geniex.load(TINY["llama"], device="npu", offload_layers=1, plugin_dir=plugins,
+                     n_threads=2, n_ctx=256) as m:
+        ex = m.explain_placement()
+        assert "  embedding .. layer 1 -> cpu(" in ex, ex
+        assert "  layer 2 .. output -> npu(ref: reference NPU (host, int8))" in ex, ex
+        assert "note: embedding, layer 0 .. layer 1 on the CPU: --offload-layers 1" in ex, ex
+        out = m.generate("Hello world, this is", max_tokens=8, temperature=0)
+    ref = cli_run(geniex_bin, TINY["llama"], "Hello world, this is", 8, "--device", "npu",
+                  "--offload-layers", "1")
+    assert out.tokens == ref["token_ids"]
+    with pytest.raises(geniex.InvalidArgument, match="offload layers must be >= 0"):
+        geniex.load(TINY["llama"], offload_layers=-2)
+
+
 def test_generation_config_fields_and_overrides():
     c = geniex.GenerationConfig(max_tokens=5, temperature=0, stop=["\n"], seed=7)
     assert (c.max_tokens, c.temperature, c.stop, c.seed) == (5, 0.0, ["\n"], 7)

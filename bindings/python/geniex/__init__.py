@@ -94,6 +94,7 @@ def load(
     path: PathLike,
     *,
     device: Union[str, Device] = "auto",
+    offload_layers: int = -1,
     n_ctx: int = 4096,
     n_threads: int = 0,
     n_batch: int = 512,
@@ -116,6 +117,7 @@ def load(
     b = (
         ModelBuilder(path)
         .with_device(device)
+        .with_offload_layers(offload_layers)
         .with_context_size(n_ctx)
         .with_threads(n_threads)
         .with_batch_size(n_batch)

@@ -379,6 +379,11 @@ class ModelBuilder:
     def with_device(self, device: Device | str) -> ModelBuilder:
         """A Device or 'auto', 'cpu', 'gpu', 'npu'."""
 
+    def with_offload_layers(self, n: int) -> ModelBuilder:
+        """
+        Decoder layers on the device's accelerator: the last n (and the output head when n >= 1), the rest on the CPU; 0 = all on the CPU; -1 (default) = no limit.
+        """
+
     def with_context_size(self, n_ctx: int) -> ModelBuilder:
         """
         Context window in tokens (default 4096; 0 = the model's training context).

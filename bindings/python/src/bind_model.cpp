@@ -210,6 +210,16 @@ void bind_builder(nb::module_& m) {
       "device"_a, "A Device or 'auto', 'cpu', 'gpu', 'npu'.",
       nb::sig("def with_device(self, device: Device | str) -> ModelBuilder"));
   cls.def(
+      "with_offload_layers",
+      [](nb::handle self, int32_t n) {
+        nb::cast<PyModelBuilder&>(self).builder.with_offload_layers(n);
+        return nb::borrow(self);
+      },
+      "n"_a,
+      "Decoder layers on the device's accelerator: the last n (and the output head when n >= 1), "
+      "the rest on the CPU; 0 = all on the CPU; -1 (default) = no limit.",
+      nb::sig("def with_offload_layers(self, n: int) -> ModelBuilder"));
+  cls.def(
       "with_context_size",
       [](nb::handle self, int32_t n) {
         nb::cast<PyModelBuilder&>(self).builder.with_context_size(n);

@@ -89,17 +89,20 @@ class GenieXForCausalLM:
     def from_pretrained(cls, pretrained_model_name_or_path: Union[str, os.PathLike], *args: Any,
                         gguf_file: Optional[str] = None, device_map: Any = None,
                         dtype: Any = None, torch_dtype: Any = None, n_ctx: Optional[int] = None,
-                        n_threads: Optional[int] = None, **kwargs: Any) -> "GenieXForCausalLM":
+                        n_threads: Optional[int] = None, offload_layers: int = -1,
+                        **kwargs: Any) -> "GenieXForCausalLM":
         """Loads a GGUF file, folder or mapped model id (never downloads). ``device_map``:
-        "auto", "cpu", "gpu"/"cuda"/"mps"/an index, "npu". Dtype arguments are ignored (the
-        file's weight types are used)."""
+        "auto", "cpu", "gpu"/"cuda"/"mps"/an index, "npu". ``offload_layers``: the last N
+        decoder layers (and the output head) on that device, the rest on the CPU (-1: no limit).
+        Dtype arguments are ignored (the file's weight types are used)."""
         for name, value in (("dtype", dtype), ("torch_dtype", torch_dtype)):
             if value not in (None, "auto"):
                 warnings.warn(f"{name}={value!r} is ignored: GenieX runs the GGUF file's weight "
                               "types", stacklevel=2)
         path = resolve(pretrained_model_name_or_path, gguf_file)
         device = _device_of(device_map)
-        model = geniex.load(path, device=device, n_ctx=n_ctx or 4096, n_threads=n_threads or 0)
+        model = geniex.load(path, device=device, n_ctx=n_ctx or 4096, n_threads=n_threads or 0,
+                            offload_layers=offload_layers)
         return cls(model, os.fspath(pretrained_model_name_or_path), device)
 
     # ---- torch-style no-ops --------------------------------------------------------------------
@@ -328,7 +331,7 @@ class GenieXForImageTextToText(GenieXForCausalLM):
     def from_pretrained(cls, pretrained_model_name_or_path: Union[str, os.PathLike], *args: Any,
                         gguf_file: Optional[str] = None, device_map: Any = None,
                         dtype: Any = None, torch_dtype: Any = None, n_ctx: Optional[int] = None,
-                        n_threads: Optional[int] = None,
+                        n_threads: Optional[int] = None, offload_layers: int = -1,
                         mmproj: Optional[Union[str, os.PathLike]] = None,
                         **kwargs: Any) -> "GenieXForImageTextToText":
         """Loads a GGUF file, folder or mapped model id with its vision encoder: ``mmproj=``,
@@ -343,7 +346,7 @@ class GenieXForImageTextToText(GenieXForCausalLM):
         proj = find_mmproj(pretrained_model_name_or_path, path, mmproj)
         device = _device_of(device_map)
         model = geniex.load(path, device=device, n_ctx=n_ctx or 4096, n_threads=n_threads or 0,
-                            mmproj=proj)
+                            mmproj=proj, offload_layers=offload_layers)
         return cls(model, os.fspath(pretrained_model_name_or_path), device)
 
 
