@@ -44,6 +44,13 @@ enum DataType : uint32_t {
   kFloat16 = 0x0216,
   kFloat32 = 0x0232,
   kBool8 = 0x0508,
+  // Fixed point (quantized): float = (q + offset) * scale (Qnn_ScaleOffset_t).
+  kSfixed4 = 0x0304,
+  kSfixed8 = 0x0308,
+  kSfixed16 = 0x0316,
+  kSfixed32 = 0x0332,
+  kUfixed8 = 0x0408,
+  kUfixed16 = 0x0416,
   kDataTypeUndefined = 0x7FFFFFFF,
 };
 
@@ -58,7 +65,24 @@ enum TensorType : uint32_t {
 };
 
 // Qnn_Definition_t / Qnn_QuantizationEncoding_t
-enum : uint32_t { kDefinitionUndefined = 0x7FFFFFFF, kEncodingUndefined = 0x7FFFFFFF };
+enum : uint32_t { kDefinitionDefined = 1, kDefinitionUndefined = 0x7FFFFFFF };
+enum : uint32_t {
+  kEncodingScaleOffset = 0,      // one Qnn_ScaleOffset_t for the tensor
+  kEncodingAxisScaleOffset = 1,  // one per index of `axis` (per channel)
+  kEncodingUndefined = 0x7FFFFFFF,
+};
+
+/// Qnn_ScaleOffset_t: float = (quantized + offset) * scale, scale > 0.
+struct ScaleOffset {
+  float scale;
+  int32_t offset;
+};
+/// Qnn_AxisScaleOffset_t: one ScaleOffset per index along `axis`.
+struct AxisScaleOffset {
+  int32_t axis;
+  uint32_t num_scale_offsets;
+  ScaleOffset* scale_offset;
+};
 
 struct QuantizeParams {  // Qnn_QuantizeParams_t (40 bytes)
   uint32_t encoding_definition = kDefinitionUndefined;
@@ -66,6 +90,8 @@ struct QuantizeParams {  // Qnn_QuantizeParams_t (40 bytes)
   // The union of encodings; its largest member (Qnn_BwAxisScaleOffset_t) is 32 bytes, 8-aligned.
   alignas(8) uint8_t encoding[32] = {};
 };
+static_assert(sizeof(QuantizeParams) == 40 && alignof(QuantizeParams) == 8);
+static_assert(sizeof(ScaleOffset) <= 32 && sizeof(AxisScaleOffset) <= 32);
 
 struct ClientBuffer {  // Qnn_ClientBuffer_t
   void* data;
@@ -307,6 +333,9 @@ inline constexpr const char* kOpGather = "Gather";
 inline constexpr const char* kOpSoftmax = "Softmax";
 inline constexpr const char* kOpSigmoid = "Sigmoid";
 inline constexpr const char* kOpTanh = "Tanh";
+inline constexpr const char* kOpQuantize = "Quantize";      // float -> fixed point
+inline constexpr const char* kOpDequantize = "Dequantize";  // fixed point -> float
+inline constexpr const char* kOpConvert = "Convert";        // between encodings / types
 inline constexpr const char* kParamEpsilon = "epsilon";
 inline constexpr const char* kParamAxes = "axes";
 inline constexpr const char* kParamAxis = "axis";  // Gather (int32), Softmax (uint32)

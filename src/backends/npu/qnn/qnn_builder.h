@@ -29,17 +29,28 @@ struct Made {
 
 using Dims = std::vector<uint32_t>;
 
+/// What a build makes of every MatMul (qnn_calibrate.cpp decides it per graph).
+struct QuantPlan {
+  Precision precision = Precision::kFp16;  ///< kW8A16 / kW8: int8 FullyConnected weights
+  /// w8a16 with ranges missing: build the fp16 graph instead, with probes on every
+  /// FullyConnected's input and output.
+  bool probe = false;
+  std::map<std::string, Range> ranges;  ///< w8a16: by range key, every one the graph needs
+  std::string salt;                     ///< part of the cache key: precision and ranges
+};
+
 class Builder {
  public:
   /// `dry`: make the Compiled's host-side structure only (tensors, host work) without QNN calls,
   /// for a graph restored from the context-binary cache.
   Builder(Device& dev, const geniex_npu_graph& desc, Compiled& c, std::string graph_name,
-          bool dry = false)
+          const QuantPlan& plan, bool dry = false)
       : dev_(dev),
         fn_(dev.htp->fn()),
         desc_(desc),
         c_(c),
         graph_name_(std::move(graph_name)),
+        plan_(plan),
         dry_(dry) {}
   Status build();
 
@@ -52,7 +63,8 @@ class Builder {
   Result<const geniex_npu_tensor*> find(uint32_t id) const;
   // Creates a QNN tensor; `data` (static tensors) must outlive finalize.
   Result<Made*> create(const std::string& name, Dims dims, uint32_t type, uint32_t data_type,
-                       const void* data = nullptr, uint64_t bytes = 0);
+                       const void* data = nullptr, uint64_t bytes = 0,
+                       const api::QuantizeParams* quant = nullptr);
   Result<std::vector<float>*> weight_values(const geniex_npu_tensor& t);
   // A static F32 tensor / I32 tensor holding `values`.
   Result<Made*> constant(std::vector<float> values, Dims dims);
@@ -87,6 +99,12 @@ class Builder {
   Status add_op(const geniex_npu_op& op);
   Status lower_elementwise(const geniex_npu_op& op, const geniex_npu_tensor& out);
   Status lower_matmul(const geniex_npu_op& op, const geniex_npu_tensor& out);
+  // The quantized FullyConnected (qnn_quant_ops.cpp): int8 per-channel weights; w8a16 wraps it
+  // in Quantize / Dequantize with the plan's 16-bit encodings.
+  Status lower_fc_quant(const geniex_npu_op& op, const geniex_npu_tensor& w, Made* x, uint32_t rows,
+                        uint32_t n);
+  // A copy of `m` read back after execute, recorded as a calibration probe of `key`.
+  Status probe(Made* m, const std::string& key);
   Status lower_rms_norm(const geniex_npu_op& op, const geniex_npu_tensor& out);
   Status lower_gather(const geniex_npu_op& op, const geniex_npu_tensor& out);
   Result<Made*> activation(uint32_t glu, Made* x);  // 0 SiLU, 1 GELU-tanh
@@ -102,6 +120,7 @@ class Builder {
   const geniex_npu_graph& desc_;
   Compiled& c_;
   std::string graph_name_;
+  const QuantPlan& plan_;
   bool dry_ = false;
   std::map<uint32_t, const geniex_npu_tensor*> by_id_;
   std::map<uint32_t, uint32_t> wanted_;  // output tensor id -> index in desc.outputs
@@ -111,6 +130,8 @@ class Builder {
   std::vector<std::unique_ptr<std::vector<float>>> keep_;  // static data until finalize
   std::vector<std::unique_ptr<std::vector<int32_t>>> keep_i_;
   std::vector<std::unique_ptr<std::vector<uint32_t>>> keep_u_;
+  std::vector<std::unique_ptr<WeightQ8>> keep_q_;
+  std::map<uint32_t, Made*> int8_weights_;  // weight id -> its int8 static tensor
   std::vector<std::unique_ptr<Dims>> keep_dims_;
   uint64_t counter_ = 0;
 };

@@ -13,6 +13,7 @@
 
 #include "backends/npu/qnn/qnn_builder.h"
 #include "backends/npu/qnn/qnn_cache.h"
+#include "backends/npu/qnn/qnn_calibrate.h"
 #include "core/dtype.h"
 #include "core/fp16.h"
 #include "quant/quant.h"
@@ -120,7 +121,7 @@ std::string Builder::fresh(const std::string& stem) {
 }
 
 Result<Made*> Builder::create(const std::string& name, Dims dims, uint32_t type, uint32_t data_type,
-                              const void* data, uint64_t bytes) {
+                              const void* data, uint64_t bytes, const api::QuantizeParams* quant) {
   auto m = std::make_unique<Made>();
   m->dims = std::move(dims);
   m->name = name;
@@ -132,6 +133,7 @@ Result<Made*> Builder::create(const std::string& name, Dims dims, uint32_t type,
   v.dimensions = m->dims.data();
   v.mem_type = api::kMemTypeRaw;
   v.client_buf = {const_cast<void*>(data), static_cast<uint32_t>(bytes)};
+  if (quant != nullptr) v.quantize_params = *quant;
   if (dry_) {
     all_.push_back(std::move(m));
     return all_.back().get();
@@ -392,9 +394,9 @@ std::vector<IoTensor*> io_list(Compiled& c) {
 }
 
 Result<std::unique_ptr<Compiled>> build_fresh(Device& dev, const geniex_npu_graph& desc,
-                                              const std::string& name) {
+                                              const std::string& name, const QuantPlan& plan) {
   auto c = std::make_unique<Compiled>();
-  Builder b(dev, desc, *c, name);
+  Builder b(dev, desc, *c, name, plan);
   if (Status s = b.build(); !s.ok()) {
     release_graph(dev, *c);
     return s;
@@ -406,9 +408,10 @@ Result<std::unique_ptr<Compiled>> build_fresh(Device& dev, const geniex_npu_grap
 // binary, the graph by name, the tensors' QNN ids from the entry. kDataLoss when the entry does
 // not fit the graph or QNN refuses it.
 Result<std::unique_ptr<Compiled>> restore(Device& dev, const geniex_npu_graph& desc,
-                                          const std::string& name, const CacheEntry& e) {
+                                          const std::string& name, const QuantPlan& plan,
+                                          const CacheEntry& e) {
   auto c = std::make_unique<Compiled>();
-  Builder b(dev, desc, *c, name, /*dry=*/true);
+  Builder b(dev, desc, *c, name, plan, /*dry=*/true);
   GENIEX_TRY(b.build());
   const auto ios = io_list(*c);
   if (c->n_nodes == 0 || ios.size() != e.tensor_ids.size()) {
@@ -450,6 +453,10 @@ void trace(const Device& dev, const char* fmt, ...) {
   va_end(args);
 }
 
+Result<std::unique_ptr<Compiled>> compile_planned(Device& dev, const geniex_npu_graph& desc,
+                                                  const std::map<std::string, Range>& local);
+Status run_graph(Device& dev, Compiled& c, const geniex_npu_buffer* buffers, uint32_t n_buffers);
+
 void note(Device& dev, const std::string& line) {
   dev.cache.last_note = line;
   std::fprintf(stderr, "geniex: %s\n", line.c_str());
@@ -486,20 +493,35 @@ void save(Device& dev, Compiled& c, uint64_t key, const std::filesystem::path& f
 }  // namespace
 
 Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc) {
+  return compile_graph(dev, desc, {});
+}
+
+Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc,
+                                                const std::map<std::string, Range>& local) {
+  GENIEX_ASSIGN_OR_RETURN(auto c, compile_planned(dev, desc, local));
+  if (!c->probes.empty()) c->pending = copy_graph(desc);
+  return c;
+}
+
+namespace {
+
+Result<std::unique_ptr<Compiled>> compile_planned(Device& dev, const geniex_npu_graph& desc,
+                                                  const std::map<std::string, Range>& local) {
+  GENIEX_ASSIGN_OR_RETURN(const QuantPlan plan, make_plan(dev, desc, local));
   if (dev.cache_dir.empty()) {
-    GENIEX_ASSIGN_OR_RETURN(auto c,
-                            build_fresh(dev, desc, "geniex_" + std::to_string(++dev.graphs_made)));
+    GENIEX_ASSIGN_OR_RETURN(
+        auto c, build_fresh(dev, desc, "geniex_" + std::to_string(++dev.graphs_made), plan));
     trace(dev, "graph of %d tokens, %u nodes: built in %.1f ms, finalized in %.1f ms (no cache)",
           desc.batch_tokens, c->n_nodes, c->build_ms, c->finalize_ms);
     return c;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const uint64_t key = graph_key(desc, dev.identity);
+  const uint64_t key = graph_key(desc, dev.identity + plan.salt);
   const std::string name = "geniex_" + key_text(key);
   const auto file = dev.cache_dir / (key_text(key) + ".qnnctx");
   auto entry = read_entry(file, key);
   if (entry.ok()) {
-    auto c = restore(dev, desc, name, *entry);
+    auto c = restore(dev, desc, name, plan, *entry);
     if (c.ok()) {
       ++dev.cache.hits;
       touch_entry(file);
@@ -517,7 +539,7 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
     note(dev, "qnn-htp cache entry " + file.string() + " not used (" + entry.status().message() +
                   "); rebuilding it");
   }
-  GENIEX_ASSIGN_OR_RETURN(auto c, build_fresh(dev, desc, name));
+  GENIEX_ASSIGN_OR_RETURN(auto c, build_fresh(dev, desc, name, plan));
   const uint64_t bytes_before = dev.cache.bytes_written;
   if (c->graph != nullptr) save(dev, *c, key, file);
   trace(dev,
@@ -528,8 +550,18 @@ Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_gr
   return c;
 }
 
+}  // namespace
+
 Status execute_graph(Device& dev, Compiled& c, const geniex_npu_buffer* buffers,
                      uint32_t n_buffers) {
+  GENIEX_TRY(run_graph(dev, c, buffers, n_buffers));
+  if (c.pending != nullptr) return finish_calibration(dev, c);
+  return {};
+}
+
+namespace {
+
+Status run_graph(Device& dev, Compiled& c, const geniex_npu_buffer* buffers, uint32_t n_buffers) {
   if (n_buffers > 0 && buffers == nullptr) {
     return invalid_argument("qnn-htp execute: NULL buffers");
   }
@@ -619,6 +651,8 @@ Status execute_graph(Device& dev, Compiled& c, const geniex_npu_buffer* buffers,
   }
   return {};
 }
+
+}  // namespace
 
 void release_graph(Device& dev, Compiled& c) {
   if (c.context != nullptr) (void)dev.htp->fn().context_free(c.context, nullptr);

@@ -125,6 +125,143 @@ INSTANTIATE_TEST_SUITE_P(Tiny, QnnModel, ::testing::Values("llama", "gemma3", "l
                            return n;
                          });
 
+// The quantized path (precision=w8a16): int8 per-channel weights, 16-bit activations at every
+// FullyConnected, input ranges from testdata/tiny-llama-f32.ranges.json, made by
+//   geniex imatrix -m tests/data/models/tiny-llama-f32.gguf -f tests/data/models/ppl_text.txt
+//     -c 128 --chunks 4 -o /tmp/imatrix.gguf
+//     --activation-ranges src/backends/npu/qnn/testdata/tiny-llama-f32.ranges.json
+// (a text other than the prompt; it has no entry for the output head: that one and every
+// FullyConnected output are calibrated on the first execute). KL vs transformers and vs our CPU.
+TEST_F(QnnModel, TinyLlamaW8A16MatchesTransformersAndTheCpu) {
+  std::ifstream in(src_dir() + "/tests/data/models/tiny_models.json");
+  const auto doc = nlohmann::json::parse(in);
+  const auto ids = doc.at("models").at("llama").at("ids").get<std::vector<int32_t>>();
+  auto hf = models::read_npy(src_dir() + "/tests/data/models/tiny-llama.logits.npy");
+  ASSERT_TRUE(hf.ok()) << hf.status().to_string();
+  const std::string ranges =
+      src_dir() + "/src/backends/npu/qnn/testdata/tiny-llama-f32.ranges.json";
+  std::vector<std::string> log;
+  Model npu =
+      load_on(tiny("llama"), Device::npu(), &log, "precision=w8a16;activation_ranges=" + ranges);
+  const std::string placement = npu.info().placement;
+  EXPECT_EQ(placement.rfind("whole model -> npu(qnn-htp: Hexagon v73 HTP, SoC 60, w8a16 (int8 "
+                            "per-channel weights, 16-bit activations at FullyConnected)",
+                            0),
+            0u)
+      << placement << "\n"
+      << joined(log) << " [" << context_ << "]";
+  const auto n_vocab = static_cast<size_t>(npu.info().n_vocab);
+  // The first call calibrates (fp16 graph with probes) and then builds the quantized graph; the
+  // second runs the quantized graph.
+  auto first = npu.logits(ids);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  auto got = npu.logits(ids);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  Model cpu = load_on(tiny("llama"), Device::cpu());
+  auto on_cpu = cpu.logits(ids);
+  ASSERT_TRUE(on_cpu.ok());
+  const Diff q = diff(hf->data, *got, n_vocab);
+  const Diff f = diff(hf->data, *first, n_vocab);
+  const Diff qc = diff(*on_cpu, *got, n_vocab);
+  const Diff c = diff(hf->data, *on_cpu, n_vocab);
+  std::printf(
+      "[ measure ] tiny llama f32, every stage on QNN HTP w8a16 over %zu tokens: vs transformers "
+      "max |d| %.3g (range %.3g), KL %.3g, top-1 %.4f; vs our CPU KL %.3g, top-1 %.4f; first "
+      "(calibration, fp16) call vs transformers KL %.3g; CPU vs transformers KL %.3g\n",
+      ids.size(), q.max_abs, q.range, q.ag.kl, q.ag.top1, qc.ag.kl, qc.ag.top1, f.ag.kl, c.ag.kl);
+  // Measured: KL 2.2e-3 vs transformers and 2.2e-3 vs our CPU (the int8 weights: the CPU's own
+  // Q8_0 file scores 3.75e-3), top-1 1.0; the calibration call (fp16) 2.3e-5.
+  EXPECT_LE(f.ag.kl, 1e-4);
+  EXPECT_LE(q.ag.kl, 6.5e-3);
+  EXPECT_LE(qc.ag.kl, 6.5e-3);
+  EXPECT_GE(q.ag.top1, 0.95);
+
+  // Weight-only (precision=w8): the same int8 weights with fp16 activations, no calibration.
+  Model w8 = load_on(tiny("llama"), Device::npu(), nullptr, "precision=w8");
+  EXPECT_NE(w8.info().placement.find("w8 (int8 per-channel weights, fp16 activations)"),
+            std::string::npos)
+      << w8.info().placement;
+  auto got8 = w8.logits(ids);
+  ASSERT_TRUE(got8.ok()) << got8.status().to_string();
+  const Diff q8 = diff(hf->data, *got8, n_vocab);
+  std::printf("[ measure ] tiny llama f32 on QNN HTP w8: vs transformers KL %.3g, top-1 %.4f\n",
+              q8.ag.kl, q8.ag.top1);
+  EXPECT_LE(q8.ag.kl, 6.5e-3);  // measured 2.2e-3
+  EXPECT_GE(q8.ag.top1, 0.95);
+}
+
+// Tiny gemma3 in w8a16 without a ranges file (every range calibrated on the first call): its
+// tied embedding table is both the Gather's float table and the output head's int8 weight.
+TEST_F(QnnModel, TinyGemma3W8A16CalibratedMatchesTheCpu) {
+  std::ifstream in(src_dir() + "/tests/data/models/tiny_models.json");
+  const auto doc = nlohmann::json::parse(in);
+  const auto ids = doc.at("models").at("gemma3").at("ids").get<std::vector<int32_t>>();
+  std::vector<std::string> log;
+  Model npu = load_on(tiny("gemma3"), Device::npu(), &log, "precision=w8a16");
+  EXPECT_EQ(npu.info().placement.rfind("whole model -> npu(qnn-htp", 0), 0u)
+      << npu.info().placement << "\n"
+      << joined(log);
+  ASSERT_TRUE(npu.logits(ids).ok());  // calibrates
+  auto got = npu.logits(ids);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  Model cpu = load_on(tiny("gemma3"), Device::cpu());
+  auto on_cpu = cpu.logits(ids);
+  ASSERT_TRUE(on_cpu.ok());
+  const Diff d = diff(*on_cpu, *got, static_cast<size_t>(npu.info().n_vocab));
+  std::printf(
+      "[ measure ] tiny gemma3 f32 on QNN HTP w8a16 (calibrated) vs our CPU: KL %.3g, "
+      "top-1 %.4f\n",
+      d.ag.kl, d.ag.top1);
+  EXPECT_EQ(joined(log).find("fallback"), std::string::npos) << joined(log);
+  EXPECT_GT(d.ag.kl, 0.0);   // quantized, not the CPU's numbers
+  EXPECT_LE(d.ag.kl, 1e-4);  // measured 3.5e-5
+  EXPECT_GE(d.ag.top1, 0.95);
+}
+
+// Bad activation-ranges files through the loader: one the plugin cannot read fails its create
+// (the plugin is skipped with the file's name and why, the model runs on the CPU with the CPU's
+// text); one for another model (an entry of another input width) fails the first compile with a
+// FullyConnected, and the call returns that error (a misconfiguration, not a fallback). Nothing
+// crashes.
+TEST_F(QnnModel, BadActivationRangesFilesAreClearErrors) {
+  const std::string dir = ::testing::TempDir();
+  const std::string missing = dir + "/geniex_qnn_no_such_ranges.json";
+  const std::string other = dir + "/geniex_qnn_other_model_ranges.json";
+  std::ofstream(other) << "{\"format\": \"geniex.activation_ranges\", \"version\": 1, "
+                          "\"model\": \"another.gguf\", \"tensors\": {\"blk.0.attn_q.weight\": "
+                          "{\"tokens\": 2, \"values\": 2000, \"min\": -1, \"max\": 1}}}";
+  Model cpu = load_on(tiny("llama"), Device::cpu());
+  const auto prompt = some_tokens(12, cpu.info().n_vocab);
+  auto want = cpu.generate(std::span<const int32_t>(prompt), greedy(4));
+  ASSERT_TRUE(want.ok());
+  {
+    std::vector<std::string> log;
+    Model m = load_on(tiny("llama"), Device::npu(), &log,
+                      "precision=w8a16;cache_dir=none;activation_ranges=" + missing);
+    const std::string all = joined(log);
+    EXPECT_NE(all.find("create failed: qnn plugin: activation_ranges file '" + missing +
+                       "' cannot be opened"),
+              std::string::npos)
+        << all;
+    EXPECT_EQ(m.info().placement.rfind("whole model -> cpu(", 0), 0u) << m.info().placement;
+    auto got = m.generate(std::span<const int32_t>(prompt), greedy(4));
+    ASSERT_TRUE(got.ok()) << got.status().to_string();
+    EXPECT_EQ(got->tokens, want->tokens);
+  }
+  {
+    Model m = load_on(tiny("llama"), Device::npu(), nullptr,
+                      "precision=w8a16;cache_dir=none;activation_ranges=" + other);
+    auto got = m.generate(std::span<const int32_t>(prompt), greedy(4));
+    ASSERT_FALSE(got.ok());
+    EXPECT_NE(got.status().message().find(
+                  "activation_ranges file '" + other +
+                  "' gives 'blk.0.attn_q.weight' inputs of 1000 values a token, the model's "
+                  "weight takes 64 (a file for another model: another.gguf?)"),
+              std::string::npos)
+        << got.status().to_string();
+  }
+}
+
 class QnnFallback : public QnnModel {};
 
 // Attention refused by config: the layers run on the CPU (the reason names the op and the

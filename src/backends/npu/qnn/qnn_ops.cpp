@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/npu/qnn/qnn_builder.h"
+#include "backends/npu/qnn/qnn_calibrate.h"
 #include "core/dtype.h"
 
 namespace geniex::npu_qnn {
@@ -129,10 +130,17 @@ Status Builder::lower_matmul(const geniex_npu_op& op, const geniex_npu_tensor& o
   const auto k = static_cast<uint32_t>(x->ne[0]);
   const auto rows = static_cast<uint32_t>(x->ne[1] * x->ne[2] * x->ne[3]);
   GENIEX_ASSIGN_OR_RETURN(Made * mx, operand(x->id, {rows, k}));
+  const auto n = static_cast<uint32_t>(out.ne[0]);
+  if (plan_.precision != Precision::kFp16 && !plan_.probe) {
+    return lower_fc_quant(op, *w, mx, rows, n);
+  }
   GENIEX_ASSIGN_OR_RETURN(Made * mw, operand(w->id, {static_cast<uint32_t>(w->ne[1]),
                                                      static_cast<uint32_t>(w->ne[0])}));
-  GENIEX_ASSIGN_OR_RETURN(Made * mo, result(op, {rows, static_cast<uint32_t>(out.ne[0])}));
-  return node(api::kOpFullyConnected, fresh("fc"), {mx, mw}, mo);
+  GENIEX_ASSIGN_OR_RETURN(Made * mo, result(op, {rows, n}));
+  GENIEX_TRY(node(api::kOpFullyConnected, fresh("fc"), {mx, mw}, mo));
+  if (!plan_.probe) return {};
+  GENIEX_TRY(probe(mx, range_key(*w, false)));
+  return probe(mo, range_key(*w, true));
 }
 
 Status Builder::lower_rms_norm(const geniex_npu_op& op, const geniex_npu_tensor& out) {

@@ -124,8 +124,14 @@ void fill_caps(Device& d) {
            d.config.refuse_ops.end();
   });
   const auto& v = d.runtime->provider->api_version;
+  std::string precision = "fp16";
+  if (d.config.precision == Precision::kW8A16) {
+    precision = "w8a16 (int8 per-channel weights, 16-bit activations at FullyConnected)";
+  } else if (d.config.precision == Precision::kW8) {
+    precision = "w8 (int8 per-channel weights, fp16 activations)";
+  }
   d.device_name = "Hexagon v" + std::to_string(d.config.htp_arch) + " HTP, SoC " +
-                  std::to_string(d.config.soc_model) + ", fp16; QNN core API " +
+                  std::to_string(d.config.soc_model) + ", " + precision + "; QNN core API " +
                   version_text(v.core) + ", HTP API " + version_text(v.backend);
 #if defined(__x86_64__)
   d.device_name += "; x86-64 emulation";
@@ -206,10 +212,18 @@ constexpr geniex_npu_plugin_v1 kTable = {
 
 Result<std::unique_ptr<Device>> open_device(const char* config) {
   GENIEX_ASSIGN_OR_RETURN(Config cfg, parse_config(config));
+  std::shared_ptr<const ActivationRanges> ranges;
+  if (!cfg.activation_ranges.empty()) {
+    if (cfg.precision != Precision::kW8A16) {
+      return invalid_argument("qnn plugin config: activation_ranges is for precision=w8a16");
+    }
+    GENIEX_ASSIGN_OR_RETURN(ranges, load_activation_ranges(cfg.activation_ranges));
+  }
   GENIEX_ASSIGN_OR_RETURN(const Runtime* rt, load_runtime(runtime_dir(cfg.qnn_lib_dir)));
   auto d = std::make_unique<Device>();
   d->config = cfg;
   d->runtime = rt;
+  d->ranges_file = std::move(ranges);
   GENIEX_ASSIGN_OR_RETURN(d->htp, HtpDevice::open(*rt, cfg.soc_model, cfg.htp_arch, cfg.log_level));
   fill_caps(*d);
   d->cache_dir = cache_dir(cfg.cache_dir);
@@ -269,10 +283,24 @@ Result<Config> parse_config(const char* config) {
       if (value != "0" && value != "1")
         return invalid_argument("qnn plugin config: trace is 0 or 1");
       cfg.trace = value == "1";
+    } else if (key == "precision") {
+      if (value == "fp16") {
+        cfg.precision = Precision::kFp16;
+      } else if (value == "w8a16") {
+        cfg.precision = Precision::kW8A16;
+      } else if (value == "w8") {
+        cfg.precision = Precision::kW8;
+      } else {
+        return invalid_argument("qnn plugin config: precision is fp16, w8a16 or w8, not '" +
+                                std::string(value) + "'");
+      }
+    } else if (key == "activation_ranges") {
+      cfg.activation_ranges = std::string(value);
     } else {
       return invalid_argument("qnn plugin config: unknown key '" + std::string(key) +
                               "' (known: qnn_lib_dir, soc_model, htp_arch, qnn_log_level, memory, "
-                              "refuse_ops, fail_finalize, cache_dir, cache_max, trace)");
+                              "refuse_ops, fail_finalize, cache_dir, cache_max, trace, precision, "
+                              "activation_ranges)");
     }
   }
   return cfg;

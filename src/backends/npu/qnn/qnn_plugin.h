@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "backends/npu/qnn/qnn_host.h"
+#include "backends/npu/qnn/qnn_quant.h"
 #include "backends/npu/qnn/qnn_runtime.h"
 #include "geniex/npu_plugin.h"
 
@@ -41,6 +43,12 @@ struct Config {
   /// trace=1: one stderr line per compiled graph (nodes, build / finalize ms, binary bytes, or
   /// the restore time from the cache); `geniex compile -v` sets it.
   bool trace = false;
+  /// precision=fp16 | w8a16 | w8: fp16 everywhere (weights dequantized), or int8 per-channel
+  /// weights at every FullyConnected with 16-bit (w8a16) or fp16 (w8) activations.
+  Precision precision = Precision::kFp16;
+  /// activation_ranges=<file of `geniex imatrix --activation-ranges`>: the FullyConnected input
+  /// ranges of w8a16 (read and checked at create); what it lacks comes from a calibration run.
+  std::string activation_ranges;
 };
 
 /// Parses `config` (may be null). Unknown keys and bad values are kInvalidArgument.
@@ -89,6 +97,23 @@ struct IndexCheck {
   std::string what;
 };
 
+/// A deep copy of a geniex_npu_graph and its weights (the ABI lends them for compile only).
+struct GraphCopy {
+  geniex_npu_graph g{};
+  std::vector<geniex_npu_tensor> tensors;
+  std::vector<geniex_npu_op> ops;
+  std::vector<uint32_t> outputs;
+  std::vector<std::unique_ptr<std::string>> names;
+  std::vector<std::unique_ptr<std::vector<uint8_t>>> weights;
+};
+
+/// A calibration probe: the host output holding one activation whose range a quantized graph
+/// needs, by range key (qnn_calibrate.h).
+struct Probe {
+  std::string key;
+  size_t host_output = 0;  ///< index into Compiled::host_outputs
+};
+
 /// A compiled graph: its own context (freed on release) with one finalized graph, plus the host
 /// work around it. graph == nullptr when nothing is left for QNN (a lone CacheWrite).
 struct Compiled {
@@ -100,6 +125,11 @@ struct Compiled {
   std::vector<HostOutput> host_outputs;
   std::vector<HostWrite> writes;
   std::vector<IndexCheck> index_checks;
+  /// w8a16 graphs whose ranges were not all known: this is the fp16 graph with probes (a copy
+  /// of each FullyConnected's input / output read back), run on the first execute; then the
+  /// quantized graph of `pending` replaces it (qnn_calibrate.cpp).
+  std::vector<Probe> probes;
+  std::unique_ptr<GraphCopy> pending;
   uint32_t n_nodes = 0;    ///< QNN nodes added
   double build_ms = 0;     ///< graph construction (tensors, nodes) in QNN
   double finalize_ms = 0;  ///< graphFinalize (HTP preparation)
@@ -128,12 +158,19 @@ struct Device {
   std::filesystem::path cache_dir;  ///< empty: no context-binary cache
   std::string identity;             ///< target + runtime + plugin build, part of every cache key
   CacheStats cache;
+  std::shared_ptr<const ActivationRanges> ranges_file;  ///< config activation_ranges, if given
+  /// Ranges learned by calibration runs, by range key (qnn_calibrate.h), for later graphs.
+  std::map<std::string, Range> calibrated;
+  uint64_t calibrations = 0;  ///< calibration runs made (tests, trace)
 };
 
 /// Translates `desc` into a QNN graph in a fresh context and finalizes it, or restores it from
 /// the context-binary cache (qnn_cache.h). kUnimplemented for an op, type or shape this plugin
 /// does not lower, or a graph QNN refuses (with QNN's error).
 Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc);
+/// The same with `local`: calibrated ranges of this graph's own probes (qnn_calibrate.cpp).
+Result<std::unique_ptr<Compiled>> compile_graph(Device& dev, const geniex_npu_graph& desc,
+                                                const std::map<std::string, Range>& local);
 
 /// Runs `c` once with the host buffers (one per graph input and per output).
 Status execute_graph(Device& dev, Compiled& c, const geniex_npu_buffer* buffers,
