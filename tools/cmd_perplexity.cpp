@@ -41,6 +41,8 @@ struct PplOptions {
   int32_t chunks = -1;
   int32_t threads = 0;
   std::string device = "cpu";
+  /// --npu-config: the NPU plugins' config string
+  std::string npu_config;
   int32_t offload_layers = -1;  ///< --offload-layers
   KvOptions kv;
   std::string cpu_tuning;  ///< --cpu-tuning (parse_cpu_tuning)
@@ -102,6 +104,7 @@ Result<Model> load_model(const PplOptions& o, int32_t n_ctx) {
   }
   GENIEX_ASSIGN_OR_RETURN(Device device, Device::parse(o.device));
   ModelBuilder b(path);
+  b.with_npu_config(o.npu_config);
   b.with_device(device)
       .with_offload_layers(o.offload_layers)
       .with_context_size(n_ctx)
@@ -420,6 +423,8 @@ Command register_perplexity(CLI::App& parent) {
   add_count_option(c, "-t,--threads", opts->threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = all cores)");
   c->add_option("--device", opts->device, "auto, cpu, gpu or npu")->capture_default_str();
+  c->add_option("--npu-config", opts->npu_config,
+                "config string of the NPU plugins (key=value;..., e.g. precision=w8a16)");
   add_offload_option(c, opts->offload_layers);
   add_kv_flags(c, opts->kv);
   c->add_option("--kl-divergence-base", opts->kld_base,
