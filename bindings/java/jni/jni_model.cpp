@@ -47,8 +47,8 @@ jlong native_load(JNIEnv* env, jclass, jbyteArray path, jint device, jintArray i
                   jbyteArray plugin_dir, jbyteArray mmproj) {
   return guarded(env, jlong{0}, [&]() -> jlong {
     const std::vector<int32_t> v = to_ints(env, ints);
-    if (v.size() != 7) {
-      throw_illegal_argument(env, "load: 7 integer settings expected");
+    if (v.size() != 8) {
+      throw_illegal_argument(env, "load: 8 integer settings expected");
       return 0;
     }
     ModelBuilder b(to_string(env, path));
@@ -57,7 +57,8 @@ jlong native_load(JNIEnv* env, jclass, jbyteArray path, jint device, jintArray i
         .with_threads(v[1])
         .with_batch_size(v[2])
         .with_max_sequences(v[3])
-        .with_deterministic(v[5] != 0);
+        .with_deterministic(v[5] != 0)
+        .with_offload_layers(v[7]);
     switch (v[4]) {
       case 1: b.with_kv_cache_type(KvCacheType::kF32); break;
       case 2: b.with_kv_cache_type(KvCacheType::kQ8_0); break;

@@ -356,7 +356,7 @@ class JniShim : public ::testing::Test {
 
   jlong load(const std::string& path) {
     auto fn = native<Load>("load", "([BI[I[B[B)J");
-    return fn(&env_, nullptr, bytes(path), /*CPU*/ 1, ints({256, 1, 512, 2, 0, 0, 0}), bytes(""),
+    return fn(&env_, nullptr, bytes(path), /*CPU*/ 1, ints({256, 1, 512, 2, 0, 0, 0, -1}), bytes(""),
               bytes(""));
   }
   // Greedy generation of `n` tokens (GenerationConfig's packed fields, jni_generate.cpp).

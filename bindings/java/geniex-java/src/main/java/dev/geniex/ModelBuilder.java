@@ -11,6 +11,7 @@ import java.util.function.Consumer;
 public final class ModelBuilder {
   private final String path;
   private Device device = Device.AUTO;
+  private int offloadLayers = -1;
   private int contextSize = 4096;
   private int threads = 0;
   private int batchSize = 512;
@@ -27,6 +28,15 @@ public final class ModelBuilder {
 
   public ModelBuilder device(Device d) {
     device = Objects.requireNonNull(d, "device");
+    return this;
+  }
+
+  /**
+   * Decoder layers on the device's accelerator: the last n (and the output head when n >= 1),
+   * the rest on the CPU; 0 = all on the CPU; -1 (default) = no limit. build() refuses n < -1.
+   */
+  public ModelBuilder offloadLayers(int n) {
+    offloadLayers = n;
     return this;
   }
 
@@ -94,7 +104,7 @@ public final class ModelBuilder {
   public Model build() {
     int[] ints = {
       contextSize, threads, batchSize, maxSequences, kvCacheType.ordinal(), deterministic ? 1 : 0,
-      logger != null ? 1 : 0
+      logger != null ? 1 : 0, offloadLayers
     };
     long handle = NativeBridge.load(Utf8.bytes(path), device.ordinal(), ints,
         Utf8.bytes(pluginDir), Utf8.bytes(mmproj));

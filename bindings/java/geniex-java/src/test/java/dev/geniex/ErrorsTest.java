@@ -41,6 +41,22 @@ class ErrorsTest {
   }
 
   @Test
+  void offloadLayersSplitsTheModelAndBelowMinusOneIsInvalidArgument() {
+    // The reference NPU plugin (the build's plugins folder beside the JNI library): the tiny
+    // llama's last layer and head there, the embedding and layers 0-1 on the CPU.
+    try (Model m = new ModelBuilder(TINY.toString()).device(Device.NPU).offloadLayers(1)
+        .threads(2).contextSize(64).build()) {
+      String p = m.info().placement();
+      assertTrue(p.startsWith("embedding .. layer 1 -> cpu("), p);
+      assertTrue(p.contains("layer 2 .. output -> npu(ref"), p);
+    }
+    GenieXException e = assertThrows(GenieXException.class,
+        () -> new ModelBuilder(TINY.toString()).offloadLayers(-2).build());
+    assertEquals(StatusCode.INVALID_ARGUMENT, e.code());
+    assertTrue(e.getMessage().contains("offload layers must be >= 0"), e.getMessage());
+  }
+
+  @Test
   void badArgumentsAreInvalidArgumentAndTheModelStaysUsable() {
     try (Model m = new ModelBuilder(TINY.toString()).device(Device.CPU).threads(2)
         .contextSize(64).build()) {
