@@ -53,6 +53,14 @@ SHAPES["lfm2-350m"] = dict(
     rope_theta=1e6, eps=1e-5, attn_layers=(2, 5, 8, 10, 12, 14), l_cache=3,
     name="LFM2-350M shape (random weights)",
 )
+# LiquidAI/LFM2-1.2B's config.json: hidden 2048, 16 layers, 32 heads / 8 kv heads, full_attn_idxs
+# [2, 5, 8, 10, 12, 14], block_ff_dim 12288 auto-adjusted to int(2 * 12288 / 3) = 8192 (what
+# llama.cpp's converter writes), vocab 65536, conv_L_cache 3, tied embeddings.
+SHAPES["lfm2-1.2b"] = dict(
+    n_embd=2048, n_layer=16, n_head=32, n_head_kv=8, n_ff=8192, n_vocab=65536, ctx=128000,
+    rope_theta=1e6, eps=1e-5, attn_layers=(2, 5, 8, 10, 12, 14), l_cache=3,
+    name="LFM2-1.2B shape (random weights)",
+)
 QUANTS = {"Q4_0": 2, "Q8_0": 7, "Q4_K_M": 15}  # LLAMA_FTYPE_MOSTLY_*
 
 

@@ -138,6 +138,10 @@ class CpuBackend final : public Backend {
   cpu::ExecPlan plan_;
   uint64_t plan_key_ = 0;
   std::vector<NodeId> plan_outputs_;
+  bool plan_hooks_ = false;
+  // Element-wise ops folded into the matmul before them (none when hooks run: they may read or
+  // rewrite every node's value).
+  cpu::MatmulFusions fusions_;
   cpu::WeightCache weights_;
   // F32 values of non-F32 states and cache writes read as F32, by data address (remade at every
   // read: states change between ops).
@@ -371,13 +375,26 @@ Status CpuBackend::run_op(const graph::Graph& g, NodeId id, float* out) {
       // W as prepare_matmul_weights() left it: packed, on huge pages, or in place.
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[1]));
       const Val& wv = vals_[in[0]];
+      cpu::MatmulEpilogue ep;
+      if (id < fusions_.chain.size() && fusions_.chain[id].last != cpu::MatmulChain::kNone) {
+        const cpu::MatmulChain& c = fusions_.chain[id];
+        if (c.bias != cpu::MatmulChain::kNone) {
+          GENIEX_ASSIGN_OR_RETURN(ep.bias, f32_of(g, c.bias));
+        }
+        ep.act = c.act;
+        if (c.resid != cpu::MatmulChain::kNone) {
+          GENIEX_ASSIGN_OR_RETURN(ep.resid, f32_of(g, c.resid));
+        }
+      }
+      const cpu::MatmulEpilogue* epp = ep.empty() ? nullptr : &ep;
       if (wv.packed != nullptr) {
         return cpu::matmul_packed(*pool_, scratch_, *wv.packed, x, desc(1).nrows(), out,
-                                  act_source(in[1]));
+                                  act_source(in[1]), epp);
       }
       const uint8_t* wb = wv.bytes != nullptr ? wv.bytes : wv.raw;
       return cpu::matmul(*pool_, scratch_, desc(0).dtype, std::span<const uint8_t>(wb, wv.raw_size),
-                         desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out, act_source(in[1]));
+                         desc(0).ne[0], desc(0).ne[1], x, desc(1).nrows(), out, act_source(in[1]),
+                         epp);
     }
     case OpKind::kRmsNorm: {
       GENIEX_ASSIGN_OR_RETURN(const float* x, f32_of(g, in[0]));
@@ -650,12 +667,14 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
   std::vector<NodeId> out_ids;
   for (auto& [id, dst] : b.outputs()) out_ids.push_back(id);
   std::sort(out_ids.begin(), out_ids.end());
-  if (plan_key_ != g.structure_key() || plan_outputs_ != out_ids) {
+  if (plan_key_ != g.structure_key() || plan_outputs_ != out_ids || plan_hooks_ != hooks) {
     std::vector<bool> keep(n, false);
     for (NodeId id : out_ids) keep[id] = true;
-    plan_ = cpu::plan_graph(g, keep);
+    fusions_ = hooks ? cpu::MatmulFusions{} : cpu::find_matmul_fusions(g, keep);
+    plan_ = cpu::plan_graph(g, keep, fusions_.into);
     plan_key_ = g.structure_key();
     plan_outputs_ = out_ids;
+    plan_hooks_ = hooks;
   }
   const cpu::ExecPlan& plan = plan_;
   if (arena_.size() < sz(plan.arena_floats)) arena_.resize(sz(plan.arena_floats));
@@ -673,6 +692,10 @@ Status CpuBackend::run(const graph::Graph& g, const graph::Bindings& bindings) {
     if (out != nullptr && out_direct_[id] != nullptr) out = out_direct_[id];
     if (node.op == OpKind::kReshape) {
       GENIEX_ASSIGN_OR_RETURN(vals_[id].f, f32_of(g, node.inputs[0]));
+      continue;
+    }
+    if (id < fusions_.into.size() && fusions_.into[id] != id) {
+      vals_[id].f = vals_[fusions_.into[id]].f;  // computed by that matmul's epilogue
       continue;
     }
     if (hooks) GENIEX_TRY(b.run_hook(id));

@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/isa.h"
 #include "backends/cpu/kernels/repack.h"
+#include "backends/cpu/matmul_fusion.h"
 #include "core/dtype.h"
 #include "core/huge_buffer.h"
 #include "core/status.h"
@@ -62,8 +63,10 @@ struct Scratch {
 
 /// y[m, n] = W[n, :] . x[m, :]  (W: n rows of k elements of `wtype`; x: m rows of k floats).
 /// `src` names x's node when its quantization may be reused by later matmuls over the same node.
+/// `ep` (optional) is applied to each output tile as soon as it is computed (matmul_fusion.h).
 Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<const uint8_t> w,
-              int64_t k, int64_t n, const float* x, int64_t m, float* y, ActSource src = {});
+              int64_t k, int64_t n, const float* x, int64_t m, float* y, ActSource src = {},
+              const MatmulEpilogue* ep = nullptr);
 
 /// A weight matrix repacked for the row-interleaved kernels (kernels/repack.h).
 struct PackedMatrix {
@@ -104,7 +107,7 @@ std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const
 
 /// matmul() with packed weights: y[m, w.n] = W . x[m, w.k].
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
-                     int64_t m, float* y, ActSource src = {});
+                     int64_t m, float* y, ActSource src = {}, const MatmulEpilogue* ep = nullptr);
 
 /// embedding() over a table that was packed for the matmuls (a tied LM head): its original pages
 /// were handed back after packing, so reading them costs page faults on every lookup. Rows come

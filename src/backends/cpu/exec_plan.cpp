@@ -66,7 +66,8 @@ class RangeAllocator {
 
 }  // namespace
 
-ExecPlan plan_graph(const graph::Graph& g, const std::vector<bool>& keep) {
+ExecPlan plan_graph(const graph::Graph& g, const std::vector<bool>& keep,
+                    const std::vector<graph::NodeId>& alias) {
   using graph::NodeRole;
   using graph::OpKind;
   const size_t n = g.size();
@@ -79,6 +80,8 @@ ExecPlan plan_graph(const graph::Graph& g, const std::vector<bool>& keep) {
     plan.root[i] = static_cast<graph::NodeId>(i);
     if (node.role == NodeRole::kOp && node.op == OpKind::kReshape) {
       plan.root[i] = plan.root[node.inputs[0]];
+    } else if (i < alias.size() && alias[i] != i) {
+      plan.root[i] = plan.root[alias[i]];
     }
     last_use[i] = i;
     if (node.role == NodeRole::kOp) {

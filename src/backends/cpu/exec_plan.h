@@ -21,7 +21,10 @@ struct ExecPlan {
 };
 
 /// Plans `graph`. Every F32 op result that is not an alias gets a buffer, live from its op to
-/// its last reader (nodes in `keep` live to the end).
-ExecPlan plan_graph(const graph::Graph& graph, const std::vector<bool>& keep);
+/// its last reader (nodes in `keep` live to the end). `alias` (empty, or one entry per node)
+/// makes node i share the buffer of node alias[i] where alias[i] != i (ops a matmul's epilogue
+/// computes in place: matmul_fusion.h).
+ExecPlan plan_graph(const graph::Graph& graph, const std::vector<bool>& keep,
+                    const std::vector<graph::NodeId>& alias = {});
 
 }  // namespace geniex::backends::cpu

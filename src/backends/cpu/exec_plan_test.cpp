@@ -179,6 +179,31 @@ TEST(ExecPlan, ReshapeAliasesItsInputAndExtendsItsLife) {
   }
 }
 
+// `alias` (matmul epilogues): the aliased node shares its root's buffer, and the root stays live
+// until the alias's last reader.
+TEST(ExecPlan, ExplicitAliasSharesTheBufferAndExtendsItsLife) {
+  Graph g;
+  NodeId x = g.add_input(make_desc(kF32, 32, 4), "x");
+  NodeId a = op(g, OpKind::kSilu, {x});
+  NodeId b = op(g, OpKind::kGelu, {a});  // computed in a's buffer
+  NodeId c = op(g, OpKind::kSilu, {x});
+  NodeId d = op(g, OpKind::kScale, {c});
+  NodeId e = op(g, OpKind::kAdd, {b, d});
+  std::vector<bool> keep(g.size(), false);
+  keep[e] = true;
+  std::vector<NodeId> alias(g.size());
+  for (NodeId i = 0; i < g.size(); ++i) alias[i] = i;
+  alias[b] = a;
+  const ExecPlan plan = plan_graph(g, keep, alias);
+  EXPECT_EQ(plan.root[b], a);
+  EXPECT_EQ(plan.offset[b], plan.offset[a]);
+  for (NodeId other : {c, d, e}) {  // a's buffer holds b until e has read it
+    const int64_t a0 = plan.offset[a], a1 = a0 + 128;
+    const int64_t o0 = plan.offset[other], o1 = o0 + 128;
+    EXPECT_TRUE(a1 <= o0 || o1 <= a0) << "node " << other << " overlaps the aliased buffer";
+  }
+}
+
 TEST(ExecPlan, KeptNodesLiveToTheEnd) {
   Graph g;
   NodeId x = g.add_input(make_desc(kF32, 256), "x");

@@ -28,7 +28,8 @@ size_t sz(int64_t v) { return static_cast<size_t>(v); }
 }  // namespace
 
 Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<const uint8_t> w,
-              int64_t k, int64_t n, const float* x, int64_t m, float* y, ActSource src) {
+              int64_t k, int64_t n, const float* x, int64_t m, float* y, ActSource src,
+              const MatmulEpilogue* ep) {
   const auto kernels = ::geniex::cpu::dot_kernels(wtype);
   if (!kernels) {
     return unimplemented("matmul: no CPU kernel for weight type " +
@@ -61,6 +62,7 @@ Status matmul(ThreadPool& pool, Scratch& scratch, GgmlType wtype, std::span<cons
       pool, n, rows_per_task, m,
       [&](int64_t r0, int64_t nr, int64_t c0, int64_t nc) {
         gemm(k, w.data() + sz(r0) * wr, wr, nr, act + sz(c0) * ar, ar, nc, y + c0 * n + r0, sz(n));
+        if (ep != nullptr) apply_epilogue(*ep, y, n, r0, nr, c0, nc);
       },
       cols_per_tile);
   return {};

@@ -95,7 +95,7 @@ std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const
 }
 
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,
-                     int64_t m, float* y, ActSource src) {
+                     int64_t m, float* y, ActSource src, const MatmulEpilogue* ep) {
   const auto& kr = w.kernels;
   const int64_t k = w.k, n = w.n;
   const auto q_row = ggml_row_bytes(kr.act_type, static_cast<uint64_t>(k));
@@ -139,6 +139,7 @@ Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, 
         const int64_t r0 = g0 * kern::kPackRows;
         const int64_t nr = std::min(ng * kern::kPackRows, n - r0);
         kr.gemm(k, wd + sz(g0) * gb, nr, act + sz(c0) * a_row, a_row, nc, y + c0 * n + r0, sz(n));
+        if (ep != nullptr) apply_epilogue(*ep, y, n, r0, nr, c0, nc);
       });
   return {};
 }
