@@ -67,8 +67,9 @@ enum TensorType : uint32_t {
 // Qnn_Definition_t / Qnn_QuantizationEncoding_t
 enum : uint32_t { kDefinitionDefined = 1, kDefinitionUndefined = 0x7FFFFFFF };
 enum : uint32_t {
-  kEncodingScaleOffset = 0,      // one Qnn_ScaleOffset_t for the tensor
-  kEncodingAxisScaleOffset = 1,  // one per index of `axis` (per channel)
+  kEncodingScaleOffset = 0,        // one Qnn_ScaleOffset_t for the tensor
+  kEncodingAxisScaleOffset = 1,    // one per index of `axis` (per channel)
+  kEncodingBwAxisScaleOffset = 3,  // per channel, values of `bitwidth` bits in the type's container
   kEncodingUndefined = 0x7FFFFFFF,
 };
 
@@ -90,6 +91,15 @@ struct QuantizeParams {  // Qnn_QuantizeParams_t (40 bytes)
   // The union of encodings; its largest member (Qnn_BwAxisScaleOffset_t) is 32 bytes, 8-aligned.
   alignas(8) uint8_t encoding[32] = {};
 };
+/// Qnn_BwAxisScaleOffset_t: per-channel scales (and optional offsets) of `bitwidth`-bit values.
+struct BwAxisScaleOffset {
+  uint32_t bitwidth;
+  int32_t axis;
+  uint32_t num_elements;
+  float* scales;
+  int32_t* offsets;  // null: symmetric
+};
+static_assert(sizeof(BwAxisScaleOffset) == 32 || sizeof(void*) != 8);
 static_assert(sizeof(QuantizeParams) == 40 && alignof(QuantizeParams) == 8);
 static_assert(sizeof(ScaleOffset) <= 32 && sizeof(AxisScaleOffset) <= 32);
 

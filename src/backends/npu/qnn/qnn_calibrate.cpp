@@ -30,7 +30,7 @@ Result<QuantPlan> make_plan(const Device& dev, const geniex_npu_graph& desc,
   plan.precision = dev.config.precision;
   if (plan.precision == Precision::kFp16) return plan;
   plan.salt = std::string(" precision ") + precision_name(plan.precision);
-  if (plan.precision != Precision::kW8A16) return plan;
+  if (plan.precision != Precision::kW8A16 && plan.precision != Precision::kW4A16) return plan;
   std::map<uint32_t, const geniex_npu_tensor*> by_id;
   for (uint32_t i = 0; i < desc.n_tensors; ++i) by_id[desc.tensors[i].id] = &desc.tensors[i];
   for (uint32_t i = 0; i < desc.n_ops; ++i) {

@@ -129,6 +129,8 @@ void fill_caps(Device& d) {
     precision = "w8a16 (int8 per-channel weights, 16-bit activations at FullyConnected)";
   } else if (d.config.precision == Precision::kW8) {
     precision = "w8 (int8 per-channel weights, fp16 activations)";
+  } else if (d.config.precision == Precision::kW4A16) {
+    precision = "w4a16 (int4 per-channel weights, 16-bit activations at FullyConnected)";
   }
   d.device_name = "Hexagon v" + std::to_string(d.config.htp_arch) + " HTP, SoC " +
                   std::to_string(d.config.soc_model) + ", " + precision + "; QNN core API " +
@@ -214,8 +216,9 @@ Result<std::unique_ptr<Device>> open_device(const char* config) {
   GENIEX_ASSIGN_OR_RETURN(Config cfg, parse_config(config));
   std::shared_ptr<const ActivationRanges> ranges;
   if (!cfg.activation_ranges.empty()) {
-    if (cfg.precision != Precision::kW8A16) {
-      return invalid_argument("qnn plugin config: activation_ranges is for precision=w8a16");
+    if (cfg.precision != Precision::kW8A16 && cfg.precision != Precision::kW4A16) {
+      return invalid_argument(
+          "qnn plugin config: activation_ranges is for precision=w8a16 or w4a16");
     }
     GENIEX_ASSIGN_OR_RETURN(ranges, load_activation_ranges(cfg.activation_ranges));
   }
@@ -290,8 +293,10 @@ Result<Config> parse_config(const char* config) {
         cfg.precision = Precision::kW8A16;
       } else if (value == "w8") {
         cfg.precision = Precision::kW8;
+      } else if (value == "w4a16") {
+        cfg.precision = Precision::kW4A16;
       } else {
-        return invalid_argument("qnn plugin config: precision is fp16, w8a16 or w8, not '" +
+        return invalid_argument("qnn plugin config: precision is fp16, w8a16, w8 or w4a16, not '" +
                                 std::string(value) + "'");
       }
     } else if (key == "activation_ranges") {

@@ -43,11 +43,13 @@ struct Config {
   /// trace=1: one stderr line per compiled graph (nodes, build / finalize ms, binary bytes, or
   /// the restore time from the cache); `geniex compile -v` sets it.
   bool trace = false;
-  /// precision=fp16 | w8a16 | w8: fp16 everywhere (weights dequantized), or int8 per-channel
-  /// weights at every FullyConnected with 16-bit (w8a16) or fp16 (w8) activations.
+  /// precision=fp16 | w8a16 | w8 | w4a16: fp16 everywhere (weights dequantized), or int8
+  /// per-channel weights at every FullyConnected with 16-bit (w8a16) or fp16 (w8) activations,
+  /// or int4 per-channel weights with 16-bit activations (w4a16).
   Precision precision = Precision::kFp16;
   /// activation_ranges=<file of `geniex imatrix --activation-ranges`>: the FullyConnected input
-  /// ranges of w8a16 (read and checked at create); what it lacks comes from a calibration run.
+  /// ranges of w8a16 / w4a16 (read and checked at create); what it lacks comes from a calibration
+  /// run.
   std::string activation_ranges;
 };
 

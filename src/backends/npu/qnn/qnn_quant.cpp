@@ -16,6 +16,7 @@ const char* precision_name(Precision p) {
   switch (p) {
     case Precision::kW8A16: return "w8a16";
     case Precision::kW8: return "w8";
+    case Precision::kW4A16: return "w4a16";
     default: return "fp16";
   }
 }
@@ -75,7 +76,7 @@ Result<std::shared_ptr<const ActivationRanges>> load_activation_ranges(const std
   return std::shared_ptr<const ActivationRanges>(std::move(r));
 }
 
-WeightQ8 quantize_per_channel(const float* w, uint32_t n, uint32_t k) {
+WeightQ8 quantize_per_channel(const float* w, uint32_t n, uint32_t k, int qmax) {
   WeightQ8 out;
   out.q.resize(static_cast<size_t>(n) * k);
   out.so.resize(n);
@@ -83,12 +84,13 @@ WeightQ8 quantize_per_channel(const float* w, uint32_t n, uint32_t k) {
     const float* row = w + static_cast<size_t>(c) * k;
     float amax = 0.0f;
     for (uint32_t i = 0; i < k; ++i) amax = std::max(amax, std::fabs(row[i]));
-    const float scale = amax > 0.0f ? amax / 127.0f : 1.0f;
+    const float scale = amax > 0.0f ? amax / static_cast<float>(qmax) : 1.0f;
     out.so[c] = {scale, 0};
     int8_t* q = out.q.data() + static_cast<size_t>(c) * k;
     for (uint32_t i = 0; i < k; ++i) {
       const float v = std::nearbyint(row[i] / scale);  // default rounding: to nearest even
-      q[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
+      q[i] =
+          static_cast<int8_t>(std::clamp(v, -static_cast<float>(qmax), static_cast<float>(qmax)));
     }
   }
   return out;

@@ -21,6 +21,7 @@ enum class Precision : uint8_t {
   kFp16,   ///< fp16 activations, weights dequantized to fp16 (the default)
   kW8A16,  ///< int8 per-channel weights, 16-bit activations at every FullyConnected
   kW8,     ///< int8 per-channel weights, fp16 activations (weight-only)
+  kW4A16,  ///< int4 per-channel weights, 16-bit activations at every FullyConnected
 };
 const char* precision_name(Precision p);
 
@@ -47,13 +48,15 @@ struct ActivationRanges {
 /// without finite min <= max is kInvalidArgument naming the file and what is wrong.
 Result<std::shared_ptr<const ActivationRanges>> load_activation_ranges(const std::string& path);
 
-/// Symmetric per-channel int8 of a row-major [n, k] f32 matrix: scale_c = absmax_c / 127 (1 where
-/// a row is all zero), q = round-to-nearest-even(w / scale_c) clamped to [-127, 127].
+/// Symmetric per-channel int8 of a row-major [n, k] f32 matrix: scale_c = absmax_c / qmax (1
+/// where a row is all zero), q = round-to-nearest-even(w / scale_c) clamped to [-qmax, qmax]
+/// (qmax 127; 7 for int4 values).
 struct WeightQ8 {
   std::vector<int8_t> q;             ///< [n, k]
   std::vector<api::ScaleOffset> so;  ///< n entries, offset 0
+  std::vector<float> scales;         ///< the scales alone (the bit-width encoding's array)
 };
-WeightQ8 quantize_per_channel(const float* w, uint32_t n, uint32_t k);
+WeightQ8 quantize_per_channel(const float* w, uint32_t n, uint32_t k, int qmax = 127);
 
 /// The UFIXED_POINT_16 encoding of `r` widened to hold 0 (so zero is exact) and at least 1e-6
 /// wide: scale = (max - min) / 65535, offset = round(min / scale) (<= 0).

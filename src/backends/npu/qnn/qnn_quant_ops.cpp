@@ -1,6 +1,7 @@
-// The quantized FullyConnected of the QNN plugin (precision=w8a16 | w8; qnn_quant.h,
+// The quantized FullyConnected of the QNN plugin (precision=w8a16 | w8 | w4a16; qnn_quant.h,
 // qnn_calibrate.h): the weight [N, K] becomes a static SFIXED_POINT_8 tensor with one symmetric
-// scale per output channel (axis 0) computed from our dequantized weights. w8a16: the fp16
+// scale per output channel (axis 0) computed from our dequantized weights (w4a16: values in
+// [-7, 7] with the bit-width encoding, bitwidth 4). w8a16 / w4a16: the fp16
 // activation is quantized to UFIXED_POINT_16 with its input range, FullyConnected writes
 // UFIXED_POINT_16 with its output range, and a Dequantize brings it back to float. w8: float
 // activations straight into FullyConnected with the int8 weight.
@@ -42,7 +43,8 @@ Status Builder::lower_fc_quant(const geniex_npu_op& op, const geniex_npu_tensor&
     auto q = std::make_unique<WeightQ8>();
     if (!dry_) {
       GENIEX_ASSIGN_OR_RETURN(std::vector<float> * values, weight_values(w));
-      *q = quantize_per_channel(values->data(), n, k);
+      *q = quantize_per_channel(values->data(), n, k,
+                                plan_.precision == Precision::kW4A16 ? 7 : 127);
       keep_.pop_back();  // the f32 copy is not needed past quantization
     } else {
       q->so.resize(n);
@@ -52,7 +54,15 @@ Status Builder::lower_fc_quant(const geniex_npu_op& op, const geniex_npu_tensor&
     wq.quantization_encoding = api::kEncodingAxisScaleOffset;
     const api::AxisScaleOffset axis{0, n, q->so.data()};
     std::memcpy(wq.encoding, &axis, sizeof axis);
-    GENIEX_ASSIGN_OR_RETURN(mw, create("w8_t" + std::to_string(w.id), {n, k}, api::kStatic,
+    if (plan_.precision == Precision::kW4A16) {  // int4 values, one a byte (SFIXED_POINT_4 as
+                                                 // a tensor type: "datatype 772 not supported")
+      q->scales.resize(n);
+      for (uint32_t i = 0; i < n; ++i) q->scales[i] = q->so[i].scale;
+      wq.quantization_encoding = api::kEncodingBwAxisScaleOffset;
+      const api::BwAxisScaleOffset bw{4, 0, n, q->scales.data(), nullptr};
+      std::memcpy(wq.encoding, &bw, sizeof bw);
+    }
+    GENIEX_ASSIGN_OR_RETURN(mw, create("wq_t" + std::to_string(w.id), {n, k}, api::kStatic,
                                        api::kSfixed8, q->q.data(), q->q.size(), &wq));
     keep_q_.push_back(std::move(q));
     int8_weights_[w.id] = mw;
