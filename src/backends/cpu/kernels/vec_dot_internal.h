@@ -95,6 +95,20 @@ inline void gemm_tiles(int64_t n, const uint8_t* w, size_t w_stride, int64_t nr,
   if (nc == 1 && nr >= 2 && gemv_streams() >= 2) {
     // GEMV: rows from gemv_streams() parts of the matrix in turn (each its own memory stream).
     gemv_lockstep(nr, gemv_streams(), [&](int cnt, const int64_t* rows_at) {
+      if constexpr (requires { &K::template run_gemv_rows<2>; }) {
+        // The rows of every stream in lockstep (the same bits as run<1> row by row).
+        const uint8_t* ws[kMaxGemvStreams];
+        float res[kMaxGemvStreams];
+        for (int s = 0; s < cnt; ++s) ws[s] = w + static_cast<size_t>(rows_at[s]) * w_stride;
+        switch (cnt) {
+          case 4: K::template run_gemv_rows<4>(nb, ws, a, res); break;
+          case 3: K::template run_gemv_rows<3>(nb, ws, a, res); break;
+          case 2: K::template run_gemv_rows<2>(nb, ws, a, res); break;
+          default: K::template run_gemv_rows<1>(nb, ws, a, res); break;
+        }
+        for (int s = 0; s < cnt; ++s) out[rows_at[s]] = res[s];
+        return;
+      }
       for (int s = 0; s < cnt; ++s) {
         const uint8_t* wr = w + static_cast<size_t>(rows_at[s]) * w_stride;
         if constexpr (!requires { K::kPrefetchesBlocks; }) stream_prefetch(wr, nb * K::kBlockBytes);

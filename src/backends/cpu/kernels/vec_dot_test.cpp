@@ -377,6 +377,41 @@ TEST(DotKernels, LongRowsMatchVecDotRef) {
   }
 }
 
+// A GEMV gives the same bits whatever the number of lockstep weight streams: 1 takes each row
+// alone, 2 and 4 (an odd row count leaves short parts) may run the rows of all streams together
+// (Q6_K's run_gemv_rows), which must repeat the one-row arithmetic exactly.
+TEST(DotKernels, GemvSameBitsForEveryStreamCount) {
+  const int saved = gemv_streams();
+  const size_t n = 1024;
+  const int64_t nr = 37;
+  for (GgmlType t : {GgmlType::kQ6_K, GgmlType::kQ4_K, GgmlType::kQ8_0, GgmlType::kF16}) {
+    const GgmlType at = quant::vec_dot_type(t);
+    const size_t wrb = row_bytes(t, n), arb = row_bytes(at, n);
+    const auto w = make_weights(t, static_cast<size_t>(nr), n, wrb, 77);
+    const auto x = gaussian(n, 2.0f, 78);
+    for (Isa isa : available_isas()) {
+      SCOPED_TRACE(std::string(ggml_type_name(t)) + " " + isa_str(isa));
+      const auto k = dot_kernels(t, isa);
+      ASSERT_TRUE(k.has_value());
+      std::vector<uint8_t> a(arb);
+      k->quantize_act(x.data(), a.data(), static_cast<int64_t>(n));
+      std::vector<std::vector<float>> outs;
+      for (int streams : {1, 2, 4}) {
+        set_gemv_streams(streams);
+        std::vector<float> out(static_cast<size_t>(nr));
+        k->gemm(static_cast<int64_t>(n), w.data(), wrb, nr, a.data(), arb, 1, out.data(),
+                static_cast<size_t>(nr));
+        outs.push_back(out);
+      }
+      for (size_t i = 1; i < outs.size(); ++i) {
+        EXPECT_EQ(0, std::memcmp(outs[0].data(), outs[i].data(), outs[0].size() * sizeof(float)))
+            << "streams variant " << i;
+      }
+    }
+  }
+  set_gemv_streams(saved);
+}
+
 class GemmVsRef : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(GemmVsRef, MatchesVecDotRef) { check_type(GetParam()); }

@@ -489,6 +489,61 @@ struct Q6KKernel {
     }
     for (int c = 0; c < NC; ++c) res[c] = hsum(acc[c]);
   }
+
+  // GEMV over G weight rows (gemm_tiles' lockstep streams) against one activation row, block by
+  // block: each row's arithmetic is run<1>'s (integer partial sums, then the same float ops in
+  // the same order), so the same bits, while the rows' chains overlap and share the activation
+  // loads and the per-call overhead of a 4-block row (K = 1024) is paid once per G rows.
+  template <int G>
+  GENIEX_X86_TARGET static void run_gemv_rows(size_t nb, const uint8_t* const* w, const uint8_t* a,
+                                              float* res) {
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[G];
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+    for (size_t ib = 0; ib < nb; ++ib) {
+      const uint8_t* ya = a + ib * kQ8KBytes;
+      const float dy = load_f32(ya);
+      const __m256i bsums = loadu256(ya + kQ8KBsums);
+      for (int g = 0; g < G; ++g) {
+        const uint8_t* x = w[g] + ib * kBlockBytes;
+        stream_prefetch(x, kBlockBytes);
+        const float d = f16(x + 208);
+        const __m128i sc8 = loadu128(x + 192);
+        const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
+        const __m256i sc_eo = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
+            sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+        __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+        for (int j = 0; j < 2; ++j) {
+          const __m256i b1 = loadu256(x + 64 * j);
+          const __m256i b2 = loadu256(x + 64 * j + 32);
+          const __m256i bh = loadu256(x + 128 + 32 * j);
+          __m256i q[4];
+          q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
+                                 _mm256_and_si256(_mm256_slli_epi16(bh, 4), m30));
+          q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
+                                 _mm256_and_si256(_mm256_slli_epi16(bh, 2), m30));
+          q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
+                                 _mm256_and_si256(bh, m30));
+          q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                                 _mm256_and_si256(_mm256_srli_epi16(bh, 2), m30));
+          for (int e = 0; e < 4; ++e) {
+            const int gr = 4 * j + e;
+            const __m256i sc = _mm256_shuffle_epi8(
+                sc_eo, _mm256_set1_epi16(static_cast<short>(((2 * gr + 1) << 8) | (2 * gr))));
+            const uint8_t* y = ya + kQ8KQs + 128 * j + 32 * e;
+            __m256i& acc_i = sumi[e & 1];
+            acc_i = madd_acc(acc_i, sc, _mm256_maddubs_epi16(q[e], loadu256(y)));
+          }
+        }
+        const __m256i corr = _mm256_madd_epi16(sc16, bsums);
+        const __m256i t = _mm256_add_epi32(sumi[0], sumi[1]);
+        const __m256i sv = _mm256_sub_epi32(t, _mm256_slli_epi32(corr, 5));
+        acc[g] = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), _mm256_cvtepi32_ps(sv), acc[g]);
+      }
+    }
+    for (int g = 0; g < G; ++g) res[g] = hsum(acc[g]);
+  }
 };
 
 // ---- float types (activations of the same type) -----------------------------------------------
