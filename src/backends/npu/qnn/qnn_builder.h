@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,7 +37,10 @@ struct QuantPlan {
   /// FullyConnected's input and output.
   bool probe = false;
   std::map<std::string, Range> ranges;  ///< w8a16: by range key, every one the graph needs
-  std::string salt;                     ///< part of the cache key: precision and ranges
+  /// w8a16 / w4a16: FullyConnected (by input range key) left with fp16 activations, their ranges
+  /// being outlier-dominated (qnn_calibrate.h).
+  std::set<std::string> float_activations;
+  std::string salt;  ///< part of the cache key: precision and ranges
 };
 
 class Builder {

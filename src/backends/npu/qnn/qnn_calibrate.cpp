@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <vector>
 
 #include "core/fnv1a.h"
 
@@ -20,7 +22,16 @@ namespace {
 
 bool named(const std::string& key) { return !key.empty() && key[0] != '#'; }
 
-Range hull(Range a, Range b) { return {std::min(a.min, b.min), std::max(a.max, b.max)}; }
+Range hull(Range a, Range b) {
+  return {std::min(a.min, b.min), std::max(a.max, b.max), std::max(a.typical, b.typical)};
+}
+
+// True when 16-bit steps over `r` are coarse for the bulk of its values: |values| reach more than
+// kOutlierSpread times their 99.9th percentile.
+bool outlier_dominated(const Range& r) {
+  const float amax = std::max(std::fabs(r.min), std::fabs(r.max));
+  return r.typical > 0.0f && amax > kOutlierSpread * r.typical;
+}
 
 }  // namespace
 
@@ -67,6 +78,12 @@ Result<QuantPlan> make_plan(const Device& dev, const geniex_npu_graph& desc,
         plan.probe = true;
       }
     }
+    const auto in = plan.ranges.find(range_key(w, false)),
+               out = plan.ranges.find(range_key(w, true));
+    if (in != plan.ranges.end() && out != plan.ranges.end() &&
+        (outlier_dominated(in->second) || outlier_dominated(out->second))) {
+      plan.float_activations.insert(range_key(w, false));
+    }
   }
   if (plan.probe) {
     plan.ranges.clear();
@@ -79,6 +96,7 @@ Result<QuantPlan> make_plan(const Device& dev, const geniex_npu_graph& desc,
     h = fnv1a(&r.min, sizeof r.min, h);
     h = fnv1a(&r.max, sizeof r.max, h);
   }
+  for (const std::string& key : plan.float_activations) h = fnv1a(key.data(), key.size(), h);
   plan.salt += " ranges " + std::to_string(h);
   return plan;
 }
@@ -108,13 +126,26 @@ Status finish_calibration(Device& dev, Compiled& c) {
   std::map<std::string, Range> local;
   for (const Probe& p : c.probes) {
     const std::vector<float>& v = c.host_outputs.at(p.host_output).data;
-    Range r{0.0f, 0.0f};
+    Range r{0.0f, 0.0f, 0.0f};
+    std::vector<float> mags;
+    mags.reserve(v.size());
     for (float x : v) {
       if (!std::isfinite(x)) continue;
       r.min = std::min(r.min, x);
       r.max = std::max(r.max, x);
+      mags.push_back(std::fabs(x));
+    }
+    if (!mags.empty()) {
+      const auto k = static_cast<size_t>(0.999 * static_cast<double>(mags.size() - 1));
+      std::nth_element(mags.begin(), mags.begin() + static_cast<std::ptrdiff_t>(k), mags.end());
+      r.typical = mags[k];
     }
     r = widened(r, kCalibrationMargin);
+    if (dev.config.trace) {
+      std::fprintf(stderr, "geniex: qnn-htp calibrated %s: [%g, %g], |x| p99.9 %g%s\n",
+                   p.key.c_str(), r.min, r.max, r.typical,
+                   outlier_dominated(r) ? " (outlier-dominated: fp16 activations)" : "");
+    }
     if (auto it = local.find(p.key); it != local.end()) r = hull(r, it->second);
     if (named(p.key)) {
       if (auto d = dev.calibrated.find(p.key); d != dev.calibrated.end()) r = hull(r, d->second);

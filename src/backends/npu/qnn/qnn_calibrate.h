@@ -23,6 +23,12 @@ namespace geniex::npu_qnn {
 /// Calibrated ranges are widened by this fraction of their width on each side.
 inline constexpr float kCalibrationMargin = 0.25f;
 
+/// A FullyConnected whose input or output range reaches past this many times the 99.9th
+/// percentile of its magnitudes (the file's `abs_p99.9`, or the calibration's) keeps fp16
+/// activations (as precision=w8) in a w8a16 / w4a16 graph: its bulk would get fewer than
+/// 65536 / (2 * 32) = 1024 of the 16-bit steps, fp16's relative precision.
+inline constexpr float kOutlierSpread = 32.0f;
+
 /// The range key of a FullyConnected's input (or output) with weight `w`.
 std::string range_key(const geniex_npu_tensor& w, bool output);
 

@@ -68,7 +68,11 @@ Result<std::shared_ptr<const ActivationRanges>> load_activation_ranges(const std
       return invalid_argument(what + "tokens / values missing or not a whole number of columns");
     }
     ActivationRanges::Entry e;
-    e.range = {static_cast<float>(lo), static_cast<float>(hi)};
+    e.range = {static_cast<float>(lo), static_cast<float>(hi), 0.0f};
+    if (const auto p = t.find("abs_p99.9"); p != t.end() && p->is_number()) {
+      const double v = p->get<double>();
+      if (std::isfinite(v) && v >= 0 && v <= 1e30) e.range.typical = static_cast<float>(v);
+    }
     e.columns = static_cast<int64_t>(val->get<uint64_t>() / tok->get<uint64_t>());
     r->tensors.emplace(name, e);
   }
@@ -106,7 +110,7 @@ api::ScaleOffset u16_encoding(Range r) {
 
 Range widened(Range r, float margin) {
   const float w = (r.max - r.min) * margin;
-  return {r.min - w, r.max + w};
+  return {r.min - w, r.max + w, r.typical};
 }
 
 }  // namespace geniex::npu_qnn

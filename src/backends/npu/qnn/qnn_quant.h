@@ -29,6 +29,9 @@ const char* precision_name(Precision p);
 struct Range {
   float min = 0.0f;
   float max = 0.0f;
+  /// The 99.9th percentile of |value| (0: unknown): how much of the range the bulk of the values
+  /// use (qnn_calibrate.h's outlier rule).
+  float typical = 0.0f;
 };
 
 /// The activation-ranges file: for each weight, the range of its matrix product's input, and the

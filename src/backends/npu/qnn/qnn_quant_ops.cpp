@@ -67,7 +67,7 @@ Status Builder::lower_fc_quant(const geniex_npu_op& op, const geniex_npu_tensor&
     keep_q_.push_back(std::move(q));
     int8_weights_[w.id] = mw;
   }
-  if (plan_.precision == Precision::kW8) {
+  if (plan_.precision == Precision::kW8 || plan_.float_activations.count(range_key(w, false))) {
     GENIEX_ASSIGN_OR_RETURN(Made * mo, result(op, {rows, n}));
     return node(api::kOpFullyConnected, fresh("fc_w8"), {x, mw}, mo);
   }
