@@ -63,15 +63,18 @@ Result<QuantPlan> make_plan(const Device& dev, const geniex_npu_graph& desc,
                 " (a file for another model" +
                 (dev.ranges_file->model.empty() ? "" : ": " + dev.ranges_file->model) + "?)");
           }
-          r = e->second.range;
+          r = widened(e->second.range, kCalibrationMargin);
         }
       }
-      if (!r) {
-        if (auto l = local.find(key); l != local.end()) r = l->second;
+      // A calibrated range (this graph's, else the device's) joins the file's: the file comes
+      // from another text, and values past its range would saturate.
+      std::optional<Range> cal;
+      if (auto l = local.find(key); l != local.end()) {
+        cal = l->second;
+      } else if (named(key)) {
+        if (auto d = dev.calibrated.find(key); d != dev.calibrated.end()) cal = d->second;
       }
-      if (!r && named(key)) {
-        if (auto d = dev.calibrated.find(key); d != dev.calibrated.end()) r = d->second;
-      }
+      if (cal) r = r ? hull(*r, *cal) : *cal;
       if (r) {
         plan.ranges[key] = *r;
       } else {

@@ -2,9 +2,11 @@
 // where each comes from, and the calibration run that finds the missing ones.
 //
 // Every MatMul (FullyConnected) of a w8a16 graph needs two ranges, keyed by its weight: its input
-// ("<weight name>") and its output ("<weight name>#out"). The input range comes from the
-// activation_ranges file (its min / max; the file's input width must equal the weight's K), else
-// from calibration; the output range always from calibration. A graph with a range missing is
+// ("<weight name>") and its output ("<weight name>#out"). The input range is the activation_ranges
+// file's min / max widened by kCalibrationMargin (the file's input width must equal the weight's
+// K), joined with the calibrated range where there is one (a graph with any range missing probes
+// every input too); without a file entry, the calibrated range alone. The output range always
+// comes from calibration. A graph with a range missing is
 // compiled as the fp16 graph plus probes (copies of every FullyConnected's input and output read
 // back); its first execute computes the outputs in fp16, takes each probe's min / max, widens it
 // by kCalibrationMargin of its width on each side, keeps it on the device (named weights: later
