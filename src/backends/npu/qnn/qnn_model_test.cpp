@@ -169,11 +169,13 @@ TEST_F(QnnModel, TinyLlamaW8A16MatchesTransformersAndTheCpu) {
       "max |d| %.3g (range %.3g), KL %.3g, top-1 %.4f; vs our CPU KL %.3g, top-1 %.4f; first "
       "(calibration, fp16) call vs transformers KL %.3g; CPU vs transformers KL %.3g\n",
       ids.size(), q.max_abs, q.range, q.ag.kl, q.ag.top1, qc.ag.kl, qc.ag.top1, f.ag.kl, c.ag.kl);
-  // Measured: KL 2.2e-3 vs transformers and 2.2e-3 vs our CPU (the int8 weights: the CPU's own
-  // Q8_0 file scores 3.75e-3), top-1 1.0; the calibration call (fp16) 2.3e-5.
+  // Measured: KL 1.7e-3 vs transformers and 1.7e-3 vs our CPU, max |d| 0.39 of a range of 34 (the
+  // int8 weights: the CPU's own Q8_0 file scores 3.75e-3), top-1 1.0; the calibration call (fp16)
+  // 2.3e-5. (With the file's ranges alone, not joined with the calibration, it was 2.2e-3 and
+  // 1.39: the file's text had not reached the prompt's extremes.)
   EXPECT_LE(f.ag.kl, 1e-4);
-  EXPECT_LE(q.ag.kl, 6.5e-3);
-  EXPECT_LE(qc.ag.kl, 6.5e-3);
+  EXPECT_LE(q.ag.kl, 5e-3);
+  EXPECT_LE(qc.ag.kl, 5e-3);
   EXPECT_GE(q.ag.top1, 0.95);
 
   // Weight-only (precision=w8): the same int8 weights with fp16 activations, no calibration.
@@ -186,7 +188,7 @@ TEST_F(QnnModel, TinyLlamaW8A16MatchesTransformersAndTheCpu) {
   const Diff q8 = diff(hf->data, *got8, n_vocab);
   std::printf("[ measure ] tiny llama f32 on QNN HTP w8: vs transformers KL %.3g, top-1 %.4f\n",
               q8.ag.kl, q8.ag.top1);
-  EXPECT_LE(q8.ag.kl, 6.5e-3);  // measured 2.2e-3
+  EXPECT_LE(q8.ag.kl, 5e-3);  // measured 1.7e-3
   EXPECT_GE(q8.ag.top1, 0.95);
 
   // precision=w4a16: int4 per-channel weights (absmax / 7), the same ranges file.
@@ -198,7 +200,7 @@ TEST_F(QnnModel, TinyLlamaW8A16MatchesTransformersAndTheCpu) {
   const Diff q4 = diff(hf->data, *got4, n_vocab);
   std::printf("[ measure ] tiny llama f32 on QNN HTP w4a16: vs transformers KL %.3g, top-1 %.4f\n",
               q4.ag.kl, q4.ag.top1);
-  // Measured KL 0.63, top-1 0.58: one int4 scale per row of Gaussian random weights (NMSE 1.5e-2
+  // Measured KL 0.62, top-1 0.53: one int4 scale per row of Gaussian random weights (NMSE 1.5e-2
   // a matrix, through 22 of them) is coarse; coarser than w8 in any case.
   EXPECT_LE(q4.ag.kl, 1.9);
   EXPECT_GT(q4.ag.kl, q8.ag.kl);
