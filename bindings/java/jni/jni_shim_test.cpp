@@ -356,8 +356,8 @@ class JniShim : public ::testing::Test {
 
   jlong load(const std::string& path) {
     auto fn = native<Load>("load", "([BI[I[B[B)J");
-    return fn(&env_, nullptr, bytes(path), /*CPU*/ 1, ints({256, 1, 512, 2, 0, 0, 0, -1}), bytes(""),
-              bytes(""));
+    return fn(&env_, nullptr, bytes(path), /*CPU*/ 1, ints({256, 1, 512, 2, 0, 0, 0, -1}),
+              bytes(""), bytes(""));
   }
   // Greedy generation of `n` tokens (GenerationConfig's packed fields, jni_generate.cpp).
   GenerationObj* generate(jlong model, const std::string& prompt, int n, Sink* sink,
