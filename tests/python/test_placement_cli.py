@@ -68,6 +68,12 @@ def test_offload_layers_and_ngl_keep_the_first_layers_on_the_cpu(geniex_bin):
                "--device", "cpu", "--json"])
     assert cpu.returncode == 0, cpu.stderr
     assert toks0 == json.loads(cpu.stdout)["token_ids"]
+    # -ngl 1 (llama.cpp: the head alone) offloads nothing here, and says so; "all" is no limit.
+    err1, _ = run_explain("-ngl", 1)
+    assert "note: -ngl 1 offloads nothing here" in err1 and "-> npu(" not in err1
+    err_all, _ = run_explain("-ngl", "all")
+    assert "  layer 0 .. output -> npu(ref: reference NPU (host, int8))" in err_all
+    assert "--offload-layers" not in err_all
     both = run([geniex_bin, "run", "-m", TINY, "-p", "x", "-ngl", 2, "--offload-layers", 1])
     assert both.returncode == 2
     assert "--offload-layers and -ngl/--n-gpu-layers both given" in both.stderr
