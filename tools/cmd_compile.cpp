@@ -26,7 +26,8 @@ struct CompileOptions {
   std::string device = "npu";
   int32_t offload_layers = -1;  ///< --offload-layers: compile only the stages placed there
   std::string target = "v73";
-  int32_t soc = 0;  // 0: the usual SoC of the target
+  std::string precision = "fp16";  ///< --precision: the plugin's precision= (fp16 or w8)
+  int32_t soc = 0;                 // 0: the usual SoC of the target
   std::string plugin_dir;
   std::string cache_dir;
   int32_t ctx = 512;
@@ -88,6 +89,15 @@ int run_compile(const CompileOptions& o) {
                  o.device.c_str());
     return kExitUsage;
   }
+  if (o.precision != "fp16" && o.precision != "w8") {
+    // w8a16 / w4a16 graphs take their activation ranges from their first real step
+    // (src/backends/npu/qnn/README.md), so their contexts are keyed by what a run calibrates.
+    std::fprintf(stderr,
+                 "geniex compile: --precision %s: only fp16 and w8 graphs are compiled ahead "
+                 "(w8a16 / w4a16 calibrate on their first real step)\n",
+                 o.precision.c_str());
+    return kExitUsage;
+  }
   const int32_t soc = o.soc != 0 ? o.soc : soc_of(o.target);
   if (soc == 0) {
     std::fprintf(stderr,
@@ -113,8 +123,8 @@ int run_compile(const CompileOptions& o) {
   const auto before = entries(cache);
   ModelBuilder b(path);
   b.with_device(Device::npu()).with_offload_layers(o.offload_layers).with_context_size(o.ctx);
-  b.with_npu_config("htp_arch=" + o.target + ";soc_model=" + std::to_string(soc) +
-                    ";cache_dir=" + cache.string() + (o.verbose ? ";trace=1" : ""));
+  b.with_npu_config("htp_arch=" + o.target + ";soc_model=" + std::to_string(soc) + ";precision=" +
+                    o.precision + ";cache_dir=" + cache.string() + (o.verbose ? ";trace=1" : ""));
   const std::string plugins = o.plugin_dir.empty() ? default_plugin_dir() : o.plugin_dir;
   if (!plugins.empty()) b.with_plugin_dir(plugins);
   if (o.verbose) {
@@ -180,6 +190,9 @@ Command register_compile(CLI::App& parent) {
       ->capture_default_str();
   add_offload_option(c, o->offload_layers);
   c->add_option("--target", o->target, "Hexagon architecture: v73, v75, v79, ...")
+      ->capture_default_str();
+  c->add_option("--precision", o->precision,
+                "fp16 (weights held in fp16) or w8 (int8 per-channel weights, fp16 activations)")
       ->capture_default_str();
   add_count_option(c, "--soc", o->soc, 0, 1000,
                    "QNN SoC id (default: 60 for v73, 57 for v75, 69 for v79)");

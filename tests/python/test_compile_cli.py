@@ -52,6 +52,19 @@ def test_compile_fills_the_cache_then_finds_it_full(geniex_bin, build_dir, tmp_p
     assert len(list(cache.glob("*.qnnctx"))) == 2 * len(new)
 
 
+def test_compile_w8_makes_its_own_entries(geniex_bin, build_dir, tmp_path):
+    if not qnn_runtime_expected():
+        pytest.skip("QNN runtime not installed (scripts/setup.sh installs onnxruntime-qnn)")
+    cache = tmp_path / "qnn"
+    fp16 = re.findall(r"^  new ([0-9a-f]{16})", compile_once(geniex_bin, build_dir, cache), re.M)
+    w8 = compile_once(geniex_bin, build_dir, cache, "--precision", "w8")
+    assert "w8 (int8 per-channel weights" in w8, w8
+    new = re.findall(r"^  new ([0-9a-f]{16})", w8, flags=re.M)
+    assert len(new) == len(fp16) and not set(new) & set(fp16), (fp16, w8)
+    again = compile_once(geniex_bin, build_dir, cache, "--precision", "w8")
+    assert "0 new context binaries" in again, again
+
+
 def test_compile_refuses_other_devices_and_unknown_targets(geniex_bin):
     r = subprocess.run([str(geniex_bin), "compile", "-m", str(MODEL), "--device", "cpu"],
                        capture_output=True, text=True, timeout=60)
@@ -59,3 +72,6 @@ def test_compile_refuses_other_devices_and_unknown_targets(geniex_bin):
     r = subprocess.run([str(geniex_bin), "compile", "-m", str(MODEL), "--target", "v68"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "--soc" in r.stderr, r.stderr
+    r = subprocess.run([str(geniex_bin), "compile", "-m", str(MODEL), "--precision", "w8a16"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "calibrate on their first real step" in r.stderr, r.stderr
