@@ -68,6 +68,7 @@ struct BenchOptions {
   std::vector<std::string> images;  ///< --image: the image test
   std::string device = "auto";
   int32_t offload_layers = -1;  ///< --offload-layers
+  std::string npu_config;       ///< --npu-config
   int32_t threads = 0;
   int32_t n_prompt = 512;
   int32_t n_gen = 128;
@@ -483,6 +484,7 @@ int run_bench(const BenchOptions& o) {
   ModelBuilder b(path);
   if (!mmproj.empty()) b.with_mmproj(mmproj);
   b.with_device(*device).with_offload_layers(o.offload_layers).with_context_size(ctx);
+  b.with_npu_config(o.npu_config);
   b.with_threads(o.threads).with_batch_size(o.batch);
   if (o.parallel > 1) b.with_max_sequences(o.parallel);
   if (Status s = apply_kv_flags(o.kv, b); !s.ok()) {
@@ -680,6 +682,7 @@ Command register_bench(CLI::App& parent) {
   add_count_option(c, "-r,--reps", o->reps, 1, INT32_MAX, "timed repetitions of each test (>= 1)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
   add_offload_option(c, o->offload_layers);
+  add_npu_config_option(c, o->npu_config);
   add_count_option(c, "-c,--ctx,--ctx-size", o->ctx, 0, INT32_MAX,
                    "context size (0 = n_prompt + n_gen)");
   add_count_option(c, "-b,--batch,--batch-size", o->batch, 1, INT32_MAX, "prompt tokens per step");

@@ -423,8 +423,7 @@ Command register_perplexity(CLI::App& parent) {
   add_count_option(c, "-t,--threads", opts->threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = all cores)");
   c->add_option("--device", opts->device, "auto, cpu, gpu or npu")->capture_default_str();
-  c->add_option("--npu-config", opts->npu_config,
-                "config string of the NPU plugins (key=value;..., e.g. precision=w8a16)");
+  add_npu_config_option(c, opts->npu_config);
   add_offload_option(c, opts->offload_layers);
   add_kv_flags(c, opts->kv);
   c->add_option("--kl-divergence-base", opts->kld_base,

@@ -59,6 +59,7 @@ struct ServeOptions {
   bool deterministic = false;
   std::string device = "auto";
   int32_t offload_layers = -1;  ///< --offload-layers (or -ngl)
+  std::string npu_config;       ///< --npu-config
   double max_body_mb = 4.0;
   double shutdown_timeout = 5.0;
   bool verbose = false;
@@ -357,6 +358,7 @@ int run_serve(const ServeOptions& o) {
     b.with_deterministic(o.deterministic);
     b.with_device(dev)
         .with_offload_layers(n_offload)
+        .with_npu_config(o.npu_config)
         .with_context_size(o.ctx)
         .with_threads(o.threads)
         .with_max_sequences(o.parallel);
@@ -483,6 +485,7 @@ Command register_serve(CLI::App& parent) {
               "Q8_0/Q5_0/Q4_0 weights)");
   c->add_option("--device", o->device, "auto, cpu, gpu or npu")->capture_default_str();
   add_offload_option(c, o->offload_layers);
+  add_npu_config_option(c, o->npu_config);
   add_real_option(c, "--max-body-mb", o->max_body_mb, 1e-3, kMaxBodyMb,
                   "largest request body in MiB (413 beyond)");
   add_real_option(c, "--shutdown-timeout", o->shutdown_timeout, 0.0, 86400.0,

@@ -24,6 +24,7 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
   add_mmproj_flags(c, o.mmproj, o.no_mmproj);
   c->add_option("--device", o.device, "auto, cpu, gpu or npu")->capture_default_str();
   add_offload_option(c, o.offload_layers);
+  add_npu_config_option(c, o.npu_config);
   add_context_option(c, o.ctx, "context size in tokens (0 = the model's own)");
   add_count_option(c, "-t,--threads", o.threads, 0, ModelBuilder::kMaxThreads,
                    "threads (0 = the CPUs this process may use)");
@@ -39,6 +40,12 @@ void add_model_flags(CLI::App* c, ModelOptions& o) {
                 "CPU kernel tuning for A/B runs, key=value,...: isa=scalar|sse4|avx2|..., "
                 "repack=default|none|all, huge_pages=0|1, prefetch=BYTES, streams=N");
   add_ignored_llama_flags(c, o.ignored);
+}
+
+CLI::Option* add_npu_config_option(CLI::App* c, std::string& config) {
+  return c->add_option("--npu-config", config,
+                       "config string of the NPU plugins (key=value;...; NAME:key=value for one "
+                       "plugin, e.g. qnn-htp:precision=w8)");
 }
 
 CLI::Option* add_offload_option(CLI::App* c, int32_t& n) {
@@ -225,6 +232,7 @@ Result<PreparedModel> prepare_model(const ModelOptions& o, DefaultModel which) {
   b.with_tuning(tuning);
   b.with_device(*device)
       .with_offload_layers(offload)
+      .with_npu_config(o.npu_config)
       .with_context_size(o.ctx)
       .with_threads(o.threads)
       .with_batch_size(o.batch);

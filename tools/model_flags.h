@@ -21,6 +21,7 @@ struct ModelOptions {
   bool no_mmproj = false;  ///< --no-mmproj: no discovery of an mmproj-*.gguf beside the model
   std::string device = "auto";
   int32_t offload_layers = -1;  ///< --offload-layers (ModelBuilder::with_offload_layers)
+  std::string npu_config;       ///< --npu-config (ModelBuilder::with_npu_config)
   int32_t ctx = 4096;           ///< 0 = the model's training context
   int32_t threads = 0;
   int32_t batch = 512;
@@ -38,6 +39,9 @@ void add_model_flags(CLI::App* c, ModelOptions& o);
 /// --offload-layers N (ModelBuilder::with_offload_layers; -1 = no limit), for every command with
 /// --device.
 CLI::Option* add_offload_option(CLI::App* c, int32_t& n);
+
+/// --npu-config TEXT (ModelBuilder::with_npu_config: the NPU plugins' key=value;... string).
+CLI::Option* add_npu_config_option(CLI::App* c, std::string& config);
 
 /// Which default model a command wants when -m is not given.
 enum class DefaultModel { kText, kChat };
