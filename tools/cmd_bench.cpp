@@ -24,7 +24,8 @@
 //   ttft: {n_prompt, samples_ms[], median_ms} or null (-p 0)
 //   peak_rss_bytes
 //   image (only with --image): {paths[], images, views, prompt_tokens, n_gen, encode_ms,
-//          encode_ms_per_view, prefill_ms, ttft_ms, tg_tok_s} (each {samples[], median})
+//          encode_ms_per_view, preprocess_ms, prefill_ms, ttft_ms, tg_tok_s} (each {samples[],
+//          median}; encode_ms includes preprocess_ms: the images' decoding and preprocessing)
 //
 // --image PATH (repeatable) adds an image test after the text tests, reported in a second
 // table: per repetition, from an empty context, the images (all before a short text) are
@@ -328,7 +329,7 @@ struct ImageSeries {
   int64_t views = 0;          ///< views of one run (all images)
   int32_t prompt_tokens = 0;  ///< prompt of one run, image tokens included
   int32_t n_gen = 0;
-  std::vector<double> encode_ms, prefill_ms, ttft_ms, tg_tok_s;
+  std::vector<double> encode_ms, preprocess_ms, prefill_ms, ttft_ms, tg_tok_s;
 };
 
 constexpr const char* kImagePromptText = "Describe this image.";
@@ -349,6 +350,7 @@ Status run_image(Model& model, const std::vector<Image>& images, int32_t n_gen, 
   out->prompt_tokens = g.timings.prompt_tokens;
   out->n_gen = n_gen;
   out->encode_ms.push_back(encode);
+  out->preprocess_ms.push_back(prepare);
   out->prefill_ms.push_back(g.timings.prompt_ms - (encode - prepare));
   out->ttft_ms.push_back(prepare + g.timings.ttft_ms);
   if (n_gen > 0) out->tg_tok_s.push_back(g.timings.generation_tokens_per_second());
@@ -406,6 +408,7 @@ Json image_json(const BenchOptions& o, const ImageSeries& im) {
               {"encode_ms", series(im.encode_ms)},
               {"encode_ms_per_image", series(scaled(im.encode_ms, double(o.images.size())))},
               {"encode_ms_per_view", series(scaled(im.encode_ms, double(im.views)))},
+              {"preprocess_ms", series(im.preprocess_ms)},
               {"prefill_ms", series(im.prefill_ms)},
               {"ttft_ms", series(im.ttft_ms)},
               {"tg_tok_s", im.tg_tok_s.empty() ? Json(nullptr) : series(im.tg_tok_s)}};

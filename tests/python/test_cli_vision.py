@@ -197,6 +197,9 @@ def test_bench_image(geniex_bin):
     assert img["images"] == 1 and img["views"] >= 1 and img["prompt_tokens"] > 30
     assert len(img["encode_ms"]["samples"]) == 2 and img["encode_ms"]["median"] > 0
     assert img["ttft_ms"]["median"] >= img["encode_ms"]["median"]
+    # Decoding + preprocessing is part of encode_ms, reported alone for like-for-like comparisons.
+    pre = img["preprocess_ms"]["samples"]
+    assert len(pre) == 2 and all(0 < p < e for p, e in zip(pre, img["encode_ms"]["samples"]))
     # Without --image the JSON has no image object.
     t = run(geniex_bin, "bench", "-m", VL, "-p", "16", "-n", "4", "-r", "1", "-t", "2", "--json")
     assert t.returncode == 0, t.stderr
