@@ -85,8 +85,12 @@ def test_ctrl_c_raises_keyboard_interrupt_within_half_a_second(gemma_gguf, build
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(Path(geniex.__file__).parent.parent),
                                          env.get("PYTHONPATH", "")])
+    # A harness started in the background of a non-interactive shell passes SIGINT down ignored,
+    # and Python then installs no KeyboardInterrupt handler: give the child the default
+    # disposition, as a terminal's foreground process has.
     proc = subprocess.Popen([sys.executable, "-c", CHILD, mode, str(gemma_gguf)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "GO", proc.stderr.read()
         # Prefill of ~2500 tokens takes seconds on 2 threads; decode has started by 1.5 s.
