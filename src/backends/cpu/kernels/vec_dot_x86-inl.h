@@ -427,6 +427,30 @@ struct Q6KKernel {
   // reached, instead of a whole row's at its start (gemm_tiles).
   static constexpr bool kPrefetchesBlocks = true;
 
+  // The 6-bit values of one half (j = 0, 1) of block `x` as 4 x 32 unsigned bytes: group 4j + e
+  // in q[e] (low nibbles from the ql bytes, high 2 bits from qh).
+  GENIEX_X86_TARGET static void unpack(const uint8_t* x, int j, __m256i m4, __m256i m30,
+                                       __m256i q[4]) {
+    const __m256i b1 = loadu256(x + 64 * j);
+    const __m256i b2 = loadu256(x + 64 * j + 32);
+    const __m256i bh = loadu256(x + 128 + 32 * j);
+    q[0] =
+        _mm256_or_si256(_mm256_and_si256(b1, m4), _mm256_and_si256(_mm256_slli_epi16(bh, 4), m30));
+    q[1] =
+        _mm256_or_si256(_mm256_and_si256(b2, m4), _mm256_and_si256(_mm256_slli_epi16(bh, 2), m30));
+    q[2] =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4), _mm256_and_si256(bh, m30));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
+                           _mm256_and_si256(_mm256_srli_epi16(bh, 2), m30));
+  }
+
+  // The block's 16 int8 scales as int16: lane g scale 2g (the first 16 elements of group g),
+  // lane 8 + g scale 2g + 1.
+  GENIEX_X86_TARGET static __m256i even_odd_scales(__m128i sc8) {
+    return _mm256_cvtepi8_epi16(
+        _mm_shuffle_epi8(sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+  }
+
   // With few activation rows the 8 accumulations of a block into one sum would be one chain of
   // dependent vpdpwssd (VNNI's madd_acc, ~4 cycles each): the GEMV ran at ~20 GB/s, bound by
   // that latency. kSplit independent partial sums instead, added at the end of the block: integer
@@ -445,26 +469,14 @@ struct Q6KKernel {
       const float d = f16(x + 208);
       const __m128i sc8 = loadu128(x + 192);
       const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-      // int16 lane g: scale 2g (the first 16 elements of group g), lane 8 + g: scale 2g + 1.
-      const __m256i sc_eo = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
-          sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+      const __m256i sc_eo = even_odd_scales(sc8);
       __m256i sumi[NC][kSplit];
       for (int c = 0; c < NC; ++c) {
         for (int i = 0; i < kSplit; ++i) sumi[c][i] = _mm256_setzero_si256();
       }
       for (int j = 0; j < 2; ++j) {
-        const __m256i b1 = loadu256(x + 64 * j);
-        const __m256i b2 = loadu256(x + 64 * j + 32);
-        const __m256i bh = loadu256(x + 128 + 32 * j);
         __m256i q[4];
-        q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
-                               _mm256_and_si256(_mm256_slli_epi16(bh, 4), m30));
-        q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
-                               _mm256_and_si256(_mm256_slli_epi16(bh, 2), m30));
-        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
-                               _mm256_and_si256(bh, m30));
-        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
-                               _mm256_and_si256(_mm256_srli_epi16(bh, 2), m30));
+        unpack(x, j, m4, m30, q);
         for (int e = 0; e < 4; ++e) {
           // Group g = 4j + e (elements [32 g, 32 g + 32)): int16 lane g of each half of sc_eo
           // broadcast over that half, i.e. scale 2g for 8 lanes, then 2g + 1.
@@ -511,22 +523,11 @@ struct Q6KKernel {
         const float d = f16(x + 208);
         const __m128i sc8 = loadu128(x + 192);
         const __m256i sc16 = _mm256_cvtepi8_epi16(sc8);
-        const __m256i sc_eo = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
-            sc8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
+        const __m256i sc_eo = even_odd_scales(sc8);
         __m256i sumi[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
         for (int j = 0; j < 2; ++j) {
-          const __m256i b1 = loadu256(x + 64 * j);
-          const __m256i b2 = loadu256(x + 64 * j + 32);
-          const __m256i bh = loadu256(x + 128 + 32 * j);
           __m256i q[4];
-          q[0] = _mm256_or_si256(_mm256_and_si256(b1, m4),
-                                 _mm256_and_si256(_mm256_slli_epi16(bh, 4), m30));
-          q[1] = _mm256_or_si256(_mm256_and_si256(b2, m4),
-                                 _mm256_and_si256(_mm256_slli_epi16(bh, 2), m30));
-          q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b1, 4), m4),
-                                 _mm256_and_si256(bh, m30));
-          q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(b2, 4), m4),
-                                 _mm256_and_si256(_mm256_srli_epi16(bh, 2), m30));
+          unpack(x, j, m4, m30, q);
           for (int e = 0; e < 4; ++e) {
             const int gr = 4 * j + e;
             const __m256i sc = _mm256_shuffle_epi8(
