@@ -22,11 +22,6 @@ namespace {
 
 using namespace placement_test;  // NOLINT(build/namespaces)
 
-std::string src_dir() {
-  const char* root = std::getenv("GENIEX_SOURCE_DIR");
-  return root != nullptr ? root : ".";
-}
-
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
   for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double{a[i]} - double{b[i]}));
@@ -37,10 +32,10 @@ TEST(QnnOffload, TwoOfSixGemmaLayersOnQnnMatchTransformers) {
   const auto env = npu_qnn::testing::qnn_test_env();
   if (const std::string why = env.skip_reason(); !why.empty()) GTEST_SKIP() << why;
 
-  std::ifstream in(src_dir() + "/tests/data/models/tiny_models.json");
+  std::ifstream in(source_dir() + "/tests/data/models/tiny_models.json");
   const auto doc = nlohmann::json::parse(in);
   const auto ids = doc.at("models").at("gemma3").at("ids").get<std::vector<int32_t>>();
-  auto hf = models::read_npy(src_dir() + "/tests/data/models/tiny-gemma3.logits.npy");
+  auto hf = models::read_npy(source_dir() + "/tests/data/models/tiny-gemma3.logits.npy");
   ASSERT_TRUE(hf.ok()) << hf.status().to_string();
 
   std::vector<std::string> log;
@@ -97,17 +92,7 @@ TEST(QnnOffload, TwoOfSixGemmaLayersOnQnnMatchTransformers) {
   // Decode: one-token graphs (layers 4-5 + head on QNN) over the KV cache both units wrote. Each
   // greedy token is the argmax of the CPU's logits for the same sequence, up to fp16 noise.
   const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 8);
-  auto gen = npu.generate(std::span<const int32_t>(prompt), greedy(4));
-  ASSERT_TRUE(gen.ok()) << gen.status().to_string();
-  std::vector<int32_t> all = prompt;
-  all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
-  auto full = cpu.logits(std::span<const int32_t>(all).first(all.size() - 1));
-  ASSERT_TRUE(full.ok());
-  for (size_t s = 0; s < gen->tokens.size(); ++s) {
-    const float* row = full->data() + (prompt.size() - 1 + s) * n_vocab;
-    const float best = *std::max_element(row, row + n_vocab);
-    EXPECT_LE(best - row[gen->tokens[s]], 1e-2 * range) << "step " << s;
-  }
+  expect_greedy_is_cpu_argmax(npu, cpu, prompt, 4, 1e-2 * range, "gemma3 layers 4-5 on QNN");
 }
 
 }  // namespace

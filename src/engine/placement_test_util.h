@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,9 +16,14 @@
 
 namespace geniex::placement_test {
 
-inline std::string tiny(const std::string& arch, const std::string& type = "f32") {
+// The source tree (GENIEX_SOURCE_DIR, else ".").
+inline std::string source_dir() {
   const char* root = std::getenv("GENIEX_SOURCE_DIR");
-  return std::string(root ? root : ".") + "/tests/data/models/tiny-" + arch + "-" + type + ".gguf";
+  return root != nullptr ? root : ".";
+}
+
+inline std::string tiny(const std::string& arch, const std::string& type = "f32") {
+  return source_dir() + "/tests/data/models/tiny-" + arch + "-" + type + ".gguf";
 }
 
 inline std::vector<int32_t> some_tokens(int n, int32_t n_vocab) {
@@ -90,6 +96,24 @@ inline std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += x + "\n";
   return s;
+}
+
+// Greedy decode of `n` tokens on `unit` after `prompt`: each token must be the argmax of `cpu`'s
+// logits for the same sequence, up to `tol` (a unit rounding differently may pick a near-tie).
+inline void expect_greedy_is_cpu_argmax(Model& unit, Model& cpu, const std::vector<int32_t>& prompt,
+                                        int n, double tol, const std::string& label) {
+  const auto n_vocab = static_cast<size_t>(unit.info().n_vocab);
+  auto gen = unit.generate(std::span<const int32_t>(prompt), greedy(n));
+  ASSERT_TRUE(gen.ok()) << label << ": " << gen.status().to_string();
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
+  auto full = cpu.logits(std::span<const int32_t>(all).first(all.size() - 1));
+  ASSERT_TRUE(full.ok()) << label << ": " << full.status().to_string();
+  for (size_t s = 0; s < gen->tokens.size(); ++s) {
+    const float* row = full->data() + (prompt.size() - 1 + s) * n_vocab;
+    const float best = *std::max_element(row, row + n_vocab);
+    EXPECT_LE(best - row[gen->tokens[s]], tol) << label << " step " << s;
+  }
 }
 
 }  // namespace geniex::placement_test

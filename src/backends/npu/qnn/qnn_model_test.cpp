@@ -23,11 +23,6 @@ namespace {
 
 using namespace placement_test;  // NOLINT(build/namespaces)
 
-std::string src_dir() {
-  const char* root = std::getenv("GENIEX_SOURCE_DIR");
-  return root != nullptr ? root : ".";
-}
-
 class QnnModel : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -59,10 +54,10 @@ TEST_P(QnnModel, EveryStageOnQnnMatchesTransformers) {
   const std::string arch = param.substr(0, param.find(':'));
   const std::string type =
       param.find(':') == std::string::npos ? "f32" : param.substr(param.find(':') + 1);
-  std::ifstream in(src_dir() + "/tests/data/models/tiny_models.json");
+  std::ifstream in(source_dir() + "/tests/data/models/tiny_models.json");
   const auto doc = nlohmann::json::parse(in);
   const auto ids = doc.at("models").at(arch).at("ids").get<std::vector<int32_t>>();
-  auto hf = models::read_npy(src_dir() + "/tests/data/models/tiny-" + arch + ".logits.npy");
+  auto hf = models::read_npy(source_dir() + "/tests/data/models/tiny-" + arch + ".logits.npy");
   ASSERT_TRUE(hf.ok()) << hf.status().to_string();
 
   std::vector<std::string> log;
@@ -105,17 +100,7 @@ TEST_P(QnnModel, EveryStageOnQnnMatchesTransformers) {
   // Decode: one-token graphs over the KV cache the prefill graph wrote. Each greedy token is
   // the argmax of the CPU's logits for the same sequence, up to fp16 noise.
   const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 8);
-  auto gen = npu.generate(std::span<const int32_t>(prompt), greedy(8));
-  ASSERT_TRUE(gen.ok()) << gen.status().to_string();
-  std::vector<int32_t> all = prompt;
-  all.insert(all.end(), gen->tokens.begin(), gen->tokens.end());
-  auto full = cpu.logits(std::span<const int32_t>(all).first(all.size() - 1));
-  ASSERT_TRUE(full.ok());
-  for (size_t s = 0; s < gen->tokens.size(); ++s) {
-    const float* row = full->data() + (prompt.size() - 1 + s) * n_vocab;
-    const float best = *std::max_element(row, row + n_vocab);
-    EXPECT_LE(best - row[gen->tokens[s]], 1e-2 * q.range) << arch << " step " << s;
-  }
+  expect_greedy_is_cpu_argmax(npu, cpu, prompt, 8, 1e-2 * q.range, arch);
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiny, QnnModel, ::testing::Values("llama", "gemma3", "llama:q8_0"),
@@ -133,13 +118,13 @@ INSTANTIATE_TEST_SUITE_P(Tiny, QnnModel, ::testing::Values("llama", "gemma3", "l
 // (a text other than the prompt; it has no entry for the output head: that one and every
 // FullyConnected output are calibrated on the first execute). KL vs transformers and vs our CPU.
 TEST_F(QnnModel, TinyLlamaW8A16MatchesTransformersAndTheCpu) {
-  std::ifstream in(src_dir() + "/tests/data/models/tiny_models.json");
+  std::ifstream in(source_dir() + "/tests/data/models/tiny_models.json");
   const auto doc = nlohmann::json::parse(in);
   const auto ids = doc.at("models").at("llama").at("ids").get<std::vector<int32_t>>();
-  auto hf = models::read_npy(src_dir() + "/tests/data/models/tiny-llama.logits.npy");
+  auto hf = models::read_npy(source_dir() + "/tests/data/models/tiny-llama.logits.npy");
   ASSERT_TRUE(hf.ok()) << hf.status().to_string();
   const std::string ranges =
-      src_dir() + "/src/backends/npu/qnn/testdata/tiny-llama-f32.ranges.json";
+      source_dir() + "/src/backends/npu/qnn/testdata/tiny-llama-f32.ranges.json";
   std::vector<std::string> log;
   Model npu =
       load_on(tiny("llama"), Device::npu(), &log, "precision=w8a16;activation_ranges=" + ranges);
@@ -209,7 +194,7 @@ TEST_F(QnnModel, TinyLlamaW8A16MatchesTransformersAndTheCpu) {
 // Tiny gemma3 in w8a16 without a ranges file (every range calibrated on the first call): its
 // tied embedding table is both the Gather's float table and the output head's int8 weight.
 TEST_F(QnnModel, TinyGemma3W8A16CalibratedMatchesTheCpu) {
-  std::ifstream in(src_dir() + "/tests/data/models/tiny_models.json");
+  std::ifstream in(source_dir() + "/tests/data/models/tiny_models.json");
   const auto doc = nlohmann::json::parse(in);
   const auto ids = doc.at("models").at("gemma3").at("ids").get<std::vector<int32_t>>();
   std::vector<std::string> log;
