@@ -13,7 +13,8 @@
 //   bench_matmul [--reps N] [--threads N] [--isa NAME] [--prefetch BYTES] [--streams N]
 //                TYPE ROWS K M[,M...]
 //   e.g. bench_matmul q8_0 32768 2048 1,2,4,8,16,64
-// Types without a packed kernel (f16, f32, bf16) time the row kernels alone, in GFLOP/s.
+// Types without a packed kernel (f16, f32, bf16) time the row kernels alone, in GFLOP/s, or with
+// --threads N the engine's cpu::matmul over N threads.
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -101,6 +102,46 @@ int row_kernels_only(GgmlType type, const kern::DotKernels& dk, int64_t rows, in
   return 0;
 }
 
+// Types without a packed kernel over a thread pool: the engine's cpu::matmul (activations
+// converted, then the row kernels' gemm in tasks), wall clock, GFLOP/s = 2 rows K m / t.
+int row_kernels_threads(GgmlType type, int64_t rows, int64_t k, size_t wrow,
+                        const std::vector<int64_t>& ms, int reps, int threads) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd;
+  const std::vector<uint8_t> w = geniex::bench::random_rows(type, rows, k, wrow, rng);
+  if (w.empty()) return 1;
+  const int64_t max_m = *std::max_element(ms.begin(), ms.end());
+  std::vector<float> xs(static_cast<size_t>(k * max_m));
+  for (auto& v : xs) v = nd(rng);
+  std::vector<float> y(static_cast<size_t>(rows * max_m));
+  geniex::ThreadPool pool(threads);
+  geniex::backends::cpu::Scratch scratch;
+  std::printf("%lld x %lld, cpu::matmul, %d threads, wall clock, median of %d\n",
+              static_cast<long long>(rows), static_cast<long long>(k), threads, reps);
+  std::printf("%6s %12s %10s\n", "m", "ms", "GFLOP/s");
+  for (int64_t m : ms) {
+    std::vector<double> t;
+    for (int i = 0; i <= reps; ++i) {
+      scratch = {};
+      const auto t0 = std::chrono::steady_clock::now();
+      if (!geniex::backends::cpu::matmul(pool, scratch, type, std::span<const uint8_t>(w), k, rows,
+                                         xs.data(), m, y.data())
+               .ok()) {
+        std::fprintf(stderr, "matmul failed\n");
+        return 1;
+      }
+      const double ms_ =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (i > 0) t.push_back(ms_);  // the first is the warm-up
+    }
+    std::sort(t.begin(), t.end());
+    const double med = t[t.size() / 2];
+    std::printf("%6lld %12.3f %10.1f\n", static_cast<long long>(m), med,
+                2.0 * static_cast<double>(rows * k * m) / (med * 1e6));
+  }
+  return 0;
+}
+
 int usage() {
   std::fprintf(stderr,
                "usage: bench_matmul [--reps N] [--threads N] [--isa NAME] [--prefetch BYTES]\n"
@@ -143,8 +184,10 @@ int main(int argc, char** argv) {
   const auto dk = kern::dot_kernels(*type);
   const auto pk = kern::packed_kernels(*type);
   const auto wrow = geniex::ggml_row_bytes(*type, static_cast<uint64_t>(k));
-  if (dk && !pk && wrow && threads == 0)
-    return row_kernels_only(*type, *dk, rows, k, *wrow, ms, reps);
+  if (dk && !pk && wrow) {
+    return threads == 0 ? row_kernels_only(*type, *dk, rows, k, *wrow, ms, reps)
+                        : row_kernels_threads(*type, rows, k, *wrow, ms, reps, threads);
+  }
   if (!dk || !pk || !wrow || kern::packed_group_bytes(*type, k) == 0) {
     std::fprintf(stderr, "no packed kernel for %s with K = %lld\n", args[0].c_str(),
                  static_cast<long long>(k));

@@ -18,7 +18,8 @@ Q4_K_M and Q8_0. The tokenizer.* keys are copied from llama.cpp's vocab-only GGU
 Output: ~/.cache/geniex/bench-models/<shape>-<quant>.gguf (skipped when present).
 The weights are noise: these files are for timing only, never for output quality.
 
-Needs the `gguf` and `llama_cpp` Python packages (the ~/.cache/geniex-goldens/venv has both):
+Needs the `gguf` and `llama_cpp` Python packages (the ~/.cache/geniex-goldens/venv has both;
+without `llama_cpp`, the llama-quantize binary scripts/setup.sh builds):
   ~/.cache/geniex-goldens/venv/bin/python bench/make_shape_models.py [--shapes ...] [--quants ...]
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import math
 import os
 import pathlib
+import subprocess
 import sys
 
 import numpy as np
@@ -234,12 +236,24 @@ def write_f16(shape: str, path: pathlib.Path, seed: int) -> None:
 
 
 def quantize(src: pathlib.Path, dst: pathlib.Path, ftype: int, threads: int) -> None:
-    import llama_cpp
+    tmp = dst.with_suffix(".tmp")
+    try:
+        import llama_cpp
+    except ImportError:  # no goldens venv: the llama-quantize that scripts/setup.sh builds
+        tool = LLAMA_CPP_SRC / "build/bin/llama-quantize"
+        if not tool.exists():
+            sys.exit("make_shape_models: needs the llama_cpp package or " + str(tool))
+        name = next(q for q, f in QUANTS.items() if f == ftype)
+        r = subprocess.run([str(tool), str(src), str(tmp), name, str(threads)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"make_shape_models: {tool.name} ({src} -> {dst}) failed:\n{r.stderr[-2000:]}")
+        tmp.rename(dst)
+        return
 
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = ftype
     params.nthread = threads
-    tmp = dst.with_suffix(".tmp")
     rc = llama_cpp.llama_model_quantize(str(src).encode(), str(tmp).encode(), params)
     if rc != 0:
         sys.exit(f"make_shape_models: llama_model_quantize({src} -> {dst}) failed with {rc}")

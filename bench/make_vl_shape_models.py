@@ -11,8 +11,8 @@
                               LayerNorm; the keys llama.cpp's converter writes; matrices F16
                               (normal, std 0.02), norms 1, biases 0
 
-Needs the lfm2-350m files from make_shape_models.py and the `gguf` package (goldens venv):
-  ~/.cache/geniex-goldens/venv/bin/python bench/make_vl_shape_models.py
+Needs the lfm2-350m files from make_shape_models.py and the `gguf` package (.venv has it):
+  .venv/bin/python bench/make_vl_shape_models.py
 """
 from __future__ import annotations
 

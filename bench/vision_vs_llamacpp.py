@@ -12,8 +12,7 @@ decoding and preprocessing is printed too. Also reports our prefill of the image
 TTFT.
 
 Models: bench/make_vl_shape_models.py (random weights with LFM2-VL-450M's shapes; timing only).
-llama-mtmd-cli: built from the llama-cpp-python sdist (scripts/goldens; `cmake --build build
---target llama-mtmd-cli` in its vendor/llama.cpp).
+llama-mtmd-cli: `scripts/build_llamacpp.sh --bench` (from the llama-cpp-python sdist's llama.cpp).
 
   python3 bench/vision_vs_llamacpp.py [--image tests/data/vision/astronaut.png] [--threads 2]
       [--rounds 3] [--reps 1]

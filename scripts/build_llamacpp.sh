@@ -3,10 +3,12 @@
 # llama-server) once per machine, from the source that the
 # PyPI sdist of llama-cpp-python carries (pinned below), into the user's cache:
 #
-#   scripts/build_llamacpp.sh [--print-dir]
+#   scripts/build_llamacpp.sh [--print-dir | --bench]
 #
 # Prints nothing and does nothing when the build is current (same version, same CPU flags:
 # GGML_NATIVE tunes it to this machine). --print-dir prints the folder holding the binaries.
+# --bench also builds the speed judges the bench/ scripts run (llama-bench, llama-mtmd-cli);
+# setup and CI do not need them.
 # Tests find it through scripts/llamacpp_dir (the same path) or $GENIEX_LLAMACPP_BIN.
 set -euo pipefail
 
@@ -24,6 +26,19 @@ if [[ "${1:-}" == "--print-dir" ]]; then
   exit 0
 fi
 
+EXTRA=()
+[[ "${1:-}" == "--bench" ]] && EXTRA=(llama-bench llama-mtmd-cli)
+
+# The bench judges, into the same build (incremental: the judge tools are built first).
+build_extra() {
+  local t missing=0
+  for t in "${EXTRA[@]}"; do [[ -x "$BIN/$t" ]] || missing=1; done
+  ((missing)) || return 0
+  echo "llama.cpp: building ${EXTRA[*]}" >&2
+  cmake --build "$BUILD" --target "${EXTRA[@]}" >>"$CACHE/llama_tools_build.log" 2>&1 ||
+    { tail -n 30 "$CACHE/llama_tools_build.log" >&2; exit 1; }
+}
+
 PY="$ROOT/.venv/bin/python"
 [[ -x "$PY" ]] || PY=python3
 cpu_key="$(grep -m1 '^flags' /proc/cpuinfo | sha256sum | cut -c1-16)"
@@ -33,7 +48,10 @@ if [[ -f "$BUILD/.geniex-stamp" && "$(cat "$BUILD/.geniex-stamp")" == "$want" ]]
   current=1
   for t in "${TARGETS[@]}"; do [[ -x "$BIN/$t" ]] || current=0; done
 fi
-((current)) && exit 0
+if ((current)); then
+  build_extra
+  exit 0
+fi
 
 mkdir -p "$CACHE"
 if [[ ! -f "$SRC/CMakeLists.txt" ]]; then
@@ -50,3 +68,4 @@ cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON
 cmake --build "$BUILD" --target "${TARGETS[@]}" >>"$CACHE/llama_tools_build.log" 2>&1 ||
   { tail -n 30 "$CACHE/llama_tools_build.log" >&2; exit 1; }
 echo "$want" >"$BUILD/.geniex-stamp"
+build_extra
