@@ -117,7 +117,7 @@ Result<backends::CpuBackendOptions> cpu_options(const BackendSetOptions& o) {
   c.huge_pages = t.huge_pages;
   c.gemv_prefetch_bytes = t.gemv_prefetch_bytes >= 0
                               ? t.gemv_prefetch_bytes
-                              : static_cast<int64_t>(cpu::kDefaultGemvPrefetchBytes);
+                              : static_cast<int64_t>(cpu::default_gemv_prefetch_bytes());
   c.gemv_streams = t.gemv_streams > 0 ? t.gemv_streams : cpu::default_gemv_streams();
   return c;
 }

@@ -67,7 +67,7 @@ TEST(CpuTuningApi, TheBuilderSetsTheKernelsLevelAndGemvKnobs) {
   Model m = load(BackendTuning{});
   EXPECT_EQ(cpu::detect_isa(), cpu::cpu_isa());
   EXPECT_EQ(cpu::gemv_streams(), cpu::default_gemv_streams());
-  EXPECT_EQ(cpu::gemv_prefetch_bytes(), cpu::kDefaultGemvPrefetchBytes);
+  EXPECT_EQ(cpu::gemv_prefetch_bytes(), cpu::default_gemv_prefetch_bytes());
 }
 
 }  // namespace

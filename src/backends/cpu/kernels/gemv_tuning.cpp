@@ -2,18 +2,35 @@
 
 #include <algorithm>
 
+#include "backends/cpu/kernels/isa.h"
+
 namespace geniex::cpu {
+
+namespace {
+
+// x86 with AVX-512 VNNI: one hardware-prefetched linear stream (measured on Zen 4).
+bool avx512_generation() {
+#if defined(__x86_64__)
+  return cpu_isa() == Isa::kAvx512Vnni;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
 
 int default_gemv_streams() {
 #if defined(__x86_64__)
-  return 2;  // measured: 2 beat 1 and 4 on Zen 3 (docs/performance.md)
+  return avx512_generation() ? 1 : 2;  // 2 beat 1 and 4 on Zen 3, 1 beat 2 on Zen 4
 #else
   return 1;  // Arm: unmeasured on hardware, one linear pass
 #endif
 }
 
+size_t default_gemv_prefetch_bytes() { return avx512_generation() ? 0 : 4096; }
+
 namespace detail {
-std::atomic<size_t> g_gemv_prefetch_bytes{kDefaultGemvPrefetchBytes};
+std::atomic<size_t> g_gemv_prefetch_bytes{default_gemv_prefetch_bytes()};
 std::atomic<int> g_gemv_streams{default_gemv_streams()};
 }  // namespace detail
 

@@ -8,14 +8,20 @@
 
 namespace geniex::cpu {
 
-/// Bytes ahead of each weight block that a GEMV prefetches by default (x86; see
-/// vec_dot_internal.h's stream_prefetch).
-inline constexpr size_t kDefaultGemvPrefetchBytes = 4096;
 /// Most concurrent weight streams a GEMV reads.
 inline constexpr int kMaxGemvStreams = 4;
-/// Concurrent weight streams a GEMV reads by default: 2 on x86 (measured faster than 1 and 4 on
-/// Zen 3), 1 elsewhere (unmeasured on Arm hardware: one linear pass).
+
+// The defaults depend on the CPU, measured per generation (docs/performance.md), with the best
+// ISA the CPU has (cpu_isa(), whatever cap is set) standing for its generation: on x86 with
+// AVX-512 VNNI (measured on AMD Zen 4) one linear stream and the hardware prefetcher alone
+// decode 9-18 % faster at one thread than 2 streams with software prefetch, which the AVX2
+// generation (measured on Zen 3) needs. Intel's AVX-512 VNNI parts and Arm are unmeasured.
+
+/// Concurrent weight streams a GEMV reads by default: 2 on x86 without AVX-512 VNNI, else 1.
 int default_gemv_streams();
+/// Bytes ahead of each weight block that a GEMV prefetches by default (x86; see
+/// vec_dot_internal.h's stream_prefetch): 4096, or 0 (off) on x86 with AVX-512 VNNI.
+size_t default_gemv_prefetch_bytes();
 
 /// Sets the GEMV prefetch distance in bytes (0: no software prefetch).
 void set_gemv_prefetch_bytes(size_t bytes);
@@ -27,7 +33,7 @@ extern std::atomic<size_t> g_gemv_prefetch_bytes;
 extern std::atomic<int> g_gemv_streams;
 }  // namespace detail
 
-/// The current GEMV prefetch distance (kDefaultGemvPrefetchBytes unless set).
+/// The current GEMV prefetch distance (default_gemv_prefetch_bytes() unless set).
 inline size_t gemv_prefetch_bytes() {
   return detail::g_gemv_prefetch_bytes.load(std::memory_order_relaxed);
 }

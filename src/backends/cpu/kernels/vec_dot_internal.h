@@ -33,10 +33,11 @@ GemmFn neon_i8mm_gemm(GgmlType t);
 // Software prefetch for single-row passes (GEMVs: decode with one sequence) over weights that
 // stream from memory. With the hardware prefetcher alone, compute and memory barely overlap: one
 // Zen 3 core ran the packed Q4_K GEMV at ~6 GB/s from memory (21 GB/s from L3) while its plain
-// read loop gets ~10. Each block's lines kDefaultGemvPrefetchBytes ahead are requested into L1 as
-// the kernel reaches it (bench_matmul q4_k 65536 x 2048, one thread: 10.1 -> 8.3 ms median; decode
-// tok/s +8..23 % on the 1B shapes, +15..24 % on Gemma 3 270M and SmolLM at one thread; 2048 to
-// 8192 bytes ahead measured alike). x86 only: the Arm cores are unmeasured (no hardware here).
+// read loop gets ~10. Each block's lines default_gemv_prefetch_bytes() ahead are requested into L1
+// as the kernel reaches it (bench_matmul q4_k 65536 x 2048, one thread: 10.1 -> 8.3 ms median;
+// decode tok/s +8..23 % on the 1B shapes, +15..24 % on Gemma 3 270M and SmolLM at one thread; 2048
+// to 8192 bytes ahead measured alike). x86 only: the Arm cores are unmeasured (no hardware here).
+// Zen 4 (AVX-512 VNNI) decodes faster without it (gemv_tuning.h's defaults).
 // The distance is set_gemv_prefetch_bytes()'s (gemv_tuning.h; CpuTuning::gemv_prefetch_bytes),
 // 0 turns it off (A/B benchmarks).
 inline void stream_prefetch([[maybe_unused]] const uint8_t* p, [[maybe_unused]] size_t bytes) {
@@ -52,7 +53,7 @@ inline void stream_prefetch([[maybe_unused]] const uint8_t* p, [[maybe_unused]] 
 // stream and ~20-22 from 2-4 streams interleaved block by block (Zen 3; the hardware prefetcher
 // keeps more lines in flight), while 4 KiB turns or software prefetch alone gain nothing.
 // How many is set_gemv_streams()'s (gemv_tuning.h; CpuTuning::gemv_streams: 1 = one linear
-// pass, at most kMaxGemvStreams; default 2 on x86, 1 elsewhere).
+// pass, at most kMaxGemvStreams; default 2 on x86 before AVX-512 VNNI, 1 elsewhere).
 using ::geniex::cpu::gemv_streams;
 using ::geniex::cpu::kMaxGemvStreams;
 
