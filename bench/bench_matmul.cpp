@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -55,6 +56,23 @@ double median_ms(int reps, F&& f) {
     const double t0 = thread_ms();
     f();
     t.push_back(thread_ms() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Wall-clock median of `reps` calls of f (returning false on failure) after one warm-up call,
+// each from a fresh Scratch as the engine's first matmul of a step; nullopt if a call failed.
+template <typename F>
+std::optional<double> median_wall_ms(int reps, geniex::backends::cpu::Scratch& scratch, F&& f) {
+  std::vector<double> t;
+  for (int i = 0; i <= reps; ++i) {
+    scratch = {};
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!f()) return std::nullopt;
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (i > 0) t.push_back(ms);  // the first is the warm-up
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
@@ -120,24 +138,17 @@ int row_kernels_threads(GgmlType type, int64_t rows, int64_t k, size_t wrow,
               static_cast<long long>(rows), static_cast<long long>(k), threads, reps);
   std::printf("%6s %12s %10s\n", "m", "ms", "GFLOP/s");
   for (int64_t m : ms) {
-    std::vector<double> t;
-    for (int i = 0; i <= reps; ++i) {
-      scratch = {};
-      const auto t0 = std::chrono::steady_clock::now();
-      if (!geniex::backends::cpu::matmul(pool, scratch, type, std::span<const uint8_t>(w), k, rows,
-                                         xs.data(), m, y.data())
-               .ok()) {
-        std::fprintf(stderr, "matmul failed\n");
-        return 1;
-      }
-      const double ms_ =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (i > 0) t.push_back(ms_);  // the first is the warm-up
+    const auto med = median_wall_ms(reps, scratch, [&] {
+      return geniex::backends::cpu::matmul(pool, scratch, type, std::span<const uint8_t>(w), k,
+                                           rows, xs.data(), m, y.data())
+          .ok();
+    });
+    if (!med) {
+      std::fprintf(stderr, "matmul failed\n");
+      return 1;
     }
-    std::sort(t.begin(), t.end());
-    const double med = t[t.size() / 2];
-    std::printf("%6lld %12.3f %10.1f\n", static_cast<long long>(m), med,
-                2.0 * static_cast<double>(rows * k * m) / (med * 1e6));
+    std::printf("%6lld %12.3f %10.1f\n", static_cast<long long>(m), *med,
+                2.0 * static_cast<double>(rows * k * m) / (*med * 1e6));
   }
   return 0;
 }
@@ -227,22 +238,15 @@ int main(int argc, char** argv) {
                 std::string(kern::isa_name(pk->isa)).c_str(), threads, reps);
     std::printf("%6s %12s %10s %10s\n", "m", "ms", "GMAC/s", "GB/s");
     for (int64_t m : ms) {
-      std::vector<double> t;
-      for (int i = 0; i <= reps; ++i) {
-        scratch = {};
-        const auto t0 = std::chrono::steady_clock::now();
-        if (!geniex::backends::cpu::matmul_packed(pool, scratch, *pm, xs.data(), m, y.data())
-                 .ok()) {
-          std::fprintf(stderr, "matmul_packed failed\n");
-          return 1;
-        }
-        const double ms_ =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        if (i > 0) t.push_back(ms_);  // the first is the warm-up
+      const auto med_ms = median_wall_ms(reps, scratch, [&] {
+        return geniex::backends::cpu::matmul_packed(pool, scratch, *pm, xs.data(), m, y.data())
+            .ok();
+      });
+      if (!med_ms) {
+        std::fprintf(stderr, "matmul_packed failed\n");
+        return 1;
       }
-      std::sort(t.begin(), t.end());
-      const double med = t[t.size() / 2];
+      const double med = *med_ms;
       std::printf("%6lld %12.3f %10.1f %10.2f\n", static_cast<long long>(m), med,
                   static_cast<double>(rows * k * m) / (med * 1e6),
                   static_cast<double>(pm->bytes) / (med * 1e6));
