@@ -257,7 +257,11 @@ def main() -> None:
         if not model.exists():
             failures.append((str(model), "missing (run bench/make_shape_models.py)"))
             continue
-        wbytes = weight_bytes(model)
+        try:
+            wbytes = weight_bytes(model)
+        except (ValueError, OSError, IndexError) as e:  # the gguf reader's errors on a bad file
+            failures.append((str(model), f"not a readable GGUF file: {e!r}"))
+            continue
         for t in a.threads:
             ours = {"pp_ms": [], "tg_ms": [], "ttft_ms": [], "peak_rss_bytes": 0, "paired": []}
             theirs = {"pp_ms": [], "tg_ms": [], "paired": []}
@@ -286,8 +290,12 @@ def main() -> None:
                     break
                 pair(ours, o["tg_ms"])
                 log(f"{model.name} t={t} round {rnd + 1}/{a.rounds}: llama.cpp ...")
-                th = (run_llama_bench(model, t, a.p, a.n, a.reps) if a.theirs == "llama-bench"
-                      else run_theirs(model, t, a.p, a.n, a.reps, a.seed + rnd))
+                try:
+                    th = (run_llama_bench(model, t, a.p, a.n, a.reps) if a.theirs == "llama-bench"
+                          else run_theirs(model, t, a.p, a.n, a.reps, a.seed + rnd))
+                except RuntimeError as e:  # report, keep going
+                    err = f"llama.cpp: {e}"
+                    break
                 for k in ("pp_ms", "tg_ms"):
                     theirs[k] += th[k]
                 pair(theirs, th["tg_ms"])
