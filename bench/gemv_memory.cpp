@@ -1,15 +1,16 @@
 // How close one decode GEMV kernel comes to the memory stream: the question behind "1B decode at
 // >= 85 % of the bandwidth bound" (issue 5), asked of the engine's own kernels instead of a
-// synthetic loop (compute_overlap). One thread.
+// synthetic loop (compute_overlap). One thread by default; --threads N runs the GEMV on an
+// N-thread pool (the engine's task split) and the read loop as N slices, one per thread.
 //
-//   gemv_memory [--mib 256] [--reps 15] [--layout packed|rows] [--json] TYPE ROWS K
+//   gemv_memory [--mib 256] [--reps 15] [--threads 1] [--layout packed|rows] [--json] TYPE ROWS K
 //   e.g. gemv_memory q4_k 8192 2048      (a Llama-3.2-1B ffn_gate / ffn_up)
 //
 // A random ROWS x K matrix of TYPE is held as the engine holds it, --mib MiB of copies on
 // transparent huge pages: by default in the engine's layout (backends::cpu::repack_enabled):
 // `packed`, each copy a PackedMatrix from pack_matrix, or `rows`, the file's rows (Q6_K). Each
-// GEMV is the engine's own call (matmul_packed or matmul, m = 1, a one-thread ThreadPool: its
-// task split, prefetch and 2-stream walk included). Each repetition times, in turn (the order
+// GEMV is the engine's own call (matmul_packed or matmul, m = 1, a ThreadPool of --threads: its
+// task split, prefetch and stream walk included). Each repetition times, in turn (the order
 // rotates, so a noisy neighbour hits all three alike):
 //   memory  one GEMV over every copy in turn: each byte comes from DRAM once;
 //   cache   the same number of GEMVs over the first copy only (from L2/L3 when it fits);
@@ -62,8 +63,8 @@ double median(std::vector<double> v) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: gemv_memory [--mib 256] [--reps 15] [--layout packed|rows] [--json] TYPE "
-               "ROWS K\n");
+               "usage: gemv_memory [--mib 256] [--reps 15] [--threads 1] [--layout packed|rows] "
+               "[--json] TYPE ROWS K\n");
   return 2;
 }
 
@@ -72,6 +73,7 @@ int usage() {
 int main(int argc, char** argv) {
   size_t mib = 256;
   int reps = 15;
+  int threads = 1;
   std::string layout;
   bool json = false;
   std::vector<std::string> args;
@@ -81,6 +83,8 @@ int main(int argc, char** argv) {
       mib = static_cast<size_t>(std::max(0L, std::atol(argv[++i])));
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (a == "--threads" && i + 1 < argc) {
+      threads = std::atoi(argv[++i]);
     } else if (a == "--layout" && i + 1 < argc) {
       layout = argv[++i];
     } else if (a == "--json") {
@@ -89,7 +93,7 @@ int main(int argc, char** argv) {
       args.push_back(a);
     }
   }
-  if (args.size() != 3 || mib == 0 || reps < 1) return usage();
+  if (args.size() != 3 || mib == 0 || reps < 1 || threads < 1 || threads > 256) return usage();
   // The copies and the read buffer take 2 x --mib: refuse what the machine cannot hold rather
   // than be killed for it part way.
   const size_t phys_mib = static_cast<size_t>(::sysconf(_SC_PHYS_PAGES)) *
@@ -133,7 +137,7 @@ int main(int argc, char** argv) {
   }
   // The copies, as the engine holds them: packed matrices (each its own HugeBuffer, made by
   // the engine's pack_matrix) or the file's rows, 1 KiB apart in one HugeBuffer.
-  geniex::ThreadPool pool(1);
+  geniex::ThreadPool pool(threads);
   namespace be = geniex::backends::cpu;
   const size_t mat_bytes = packed ? kern::packed_bytes(*type, k, rows) : w.size();
   const size_t stride = (mat_bytes + 1023) / 1024 * 1024;
@@ -197,9 +201,16 @@ int main(int argc, char** argv) {
       } else if (which == 1) {
         for (size_t c = 0; c < copies; ++c) gemv(0, out.data());
       } else {
-        g_sink = g_sink +
-                 static_cast<uint64_t>(geniex::bench::streams_sum(
-                     reinterpret_cast<const int64_t*>(base), 0, copies * stride / sizeof(int64_t)));
+        // One slice per thread, each read with the bound's own loop.
+        const size_t n = copies * stride / sizeof(int64_t);
+        std::vector<int64_t> sums(static_cast<size_t>(threads));
+        pool.parallel_for(threads, [&](int64_t t, int) {
+          const size_t lo = n * static_cast<size_t>(t) / static_cast<size_t>(threads);
+          const size_t hi = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
+          sums[static_cast<size_t>(t)] =
+              geniex::bench::streams_sum(reinterpret_cast<const int64_t*>(base), lo, hi);
+        });
+        for (int64_t v : sums) g_sink = g_sink + static_cast<uint64_t>(v);
       }
       const double s = seconds_since(t0);
       if (r > 0) (which == 0 ? t_mem : which == 1 ? t_cache : t_read).push_back(s);
@@ -223,18 +234,20 @@ int main(int argc, char** argv) {
   if (json) {
     std::printf(
         "{\"type\": \"%s\", \"layout\": \"%s\", \"isa\": \"%s\", \"rows\": %lld, \"k\": %lld, "
-        "\"matrix_mb\": %.3f, \"copies\": %zu, \"memory_gbs\": %.3f, \"cache_gbs\": %.3f, "
+        "\"threads\": %d, \"matrix_mb\": %.3f, \"copies\": %zu, \"memory_gbs\": %.3f, \"cache_gbs\": %.3f, "
         "\"read_streams_gbs\": %.3f, \"memory_of_read\": %.4f, \"serial_of_read\": %.4f, "
         "\"advised\": %s}\n",
         args[0].c_str(), layout.c_str(), isa.c_str(), static_cast<long long>(rows),
-        static_cast<long long>(k), static_cast<double>(mat_bytes) / 1e6, copies, mem, cache, read,
+        static_cast<long long>(k), threads, static_cast<double>(mat_bytes) / 1e6, copies, mem, cache, read,
         mem / read, serial / read, read_buf.value().advised() ? "true" : "false");
     return 0;
   }
-  std::printf("%s %lld x %lld, %s layout (%s), %.2f MB x %zu copies on %s pages, median of %d\n",
-              args[0].c_str(), static_cast<long long>(rows), static_cast<long long>(k),
-              layout.c_str(), isa.c_str(), static_cast<double>(mat_bytes) / 1e6, copies,
-              read_buf.value().advised() ? "huge" : "4 KiB", reps);
+  std::printf(
+      "%s %lld x %lld, %s layout (%s), %d thread(s), %.2f MB x %zu copies on %s pages, median of "
+      "%d\n",
+      args[0].c_str(), static_cast<long long>(rows), static_cast<long long>(k), layout.c_str(),
+      isa.c_str(), threads, static_cast<double>(mat_bytes) / 1e6, copies,
+      read_buf.value().advised() ? "huge" : "4 KiB", reps);
   std::printf("| memory GB/s | cache GB/s | read_streams GB/s | memory / read | serial / read |\n");
   std::printf("|---:|---:|---:|---:|---:|\n");
   std::printf("| %.2f | %.2f | %.2f | %.0f %% | %.0f %% |\n", mem, cache, read, 100 * mem / read,

@@ -1,8 +1,8 @@
 """`geniex inspect --json` against the reference reader of the `gguf` PyPI package.
 
-For the real Gemma 3 270M file and every llama.cpp vocab file, every metadata key (order,
-type, element type, full value), every tensor (name, type, shape, sizes, offset) and the
-header values must agree with gguf.GGUFReader.
+For the real Gemma 3 270M file and llama.cpp vocab files of each tokenizer family, every
+metadata key (order, type, element type, full value), every tensor (name, type, shape, sizes,
+offset) and the header values must agree with gguf.GGUFReader.
 """
 import json
 import os
@@ -21,16 +21,23 @@ _SHARED = pathlib.Path(os.environ.get("GENIEX_SHARED_DIR", _REPO.parent / "share
 _SYNTHETIC = ("GGUF.version", "GGUF.tensor_count", "GGUF.kv_count")
 
 
+# Vocab files of each family: WPM (bert-bge), SPM with scores (llama-spm, phi-3), byte-level
+# BPE with merges (gpt-2, deepseek-coder, qwen2). The other vocab files hold the same kinds of
+# values; GGUFReader takes 1-6 s on each, which was 60 s of the suite for no new case.
+_VOCAB_NAMES = ("bert-bge", "llama-spm", "phi-3", "gpt-2", "deepseek-coder", "qwen2")
+
+
 def _vocab_files():
-    """Every vocab GGUF we have: the project's copies (tests/data/tokenizer, which adds the
-    llama-bpe and qwen2 files we build) and all of ../shared/testdata/tokenizer (which has
-    some the project does not copy, e.g. baichuan, gpt-neox)."""
+    """The chosen vocab GGUFs: the project's copies (tests/data/tokenizer, which adds the
+    qwen2 file we build), else ../shared/testdata/tokenizer."""
     found = {}
     for d in (_SHARED / "testdata" / "tokenizer", _REPO / "tests" / "data" / "tokenizer"):
         if d.is_dir():
-            for p in d.glob("ggml-vocab-*.gguf"):
-                found[p.name] = p
-    assert len(found) >= 12, "vocab GGUFs not found"
+            for name in _VOCAB_NAMES:
+                p = d / f"ggml-vocab-{name}.gguf"
+                if p.is_file():
+                    found[p.name] = p
+    assert len(found) == len(_VOCAB_NAMES), f"vocab GGUFs not found: {sorted(found)}"
     return found
 
 
