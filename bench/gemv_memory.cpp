@@ -234,12 +234,13 @@ int main(int argc, char** argv) {
   if (json) {
     std::printf(
         "{\"type\": \"%s\", \"layout\": \"%s\", \"isa\": \"%s\", \"rows\": %lld, \"k\": %lld, "
-        "\"threads\": %d, \"matrix_mb\": %.3f, \"copies\": %zu, \"memory_gbs\": %.3f, \"cache_gbs\": %.3f, "
+        "\"threads\": %d, \"matrix_mb\": %.3f, \"copies\": %zu, \"memory_gbs\": %.3f, "
+        "\"cache_gbs\": %.3f, "
         "\"read_streams_gbs\": %.3f, \"memory_of_read\": %.4f, \"serial_of_read\": %.4f, "
         "\"advised\": %s}\n",
         args[0].c_str(), layout.c_str(), isa.c_str(), static_cast<long long>(rows),
-        static_cast<long long>(k), threads, static_cast<double>(mat_bytes) / 1e6, copies, mem, cache, read,
-        mem / read, serial / read, read_buf.value().advised() ? "true" : "false");
+        static_cast<long long>(k), threads, static_cast<double>(mat_bytes) / 1e6, copies, mem,
+        cache, read, mem / read, serial / read, read_buf.value().advised() ? "true" : "false");
     return 0;
   }
   std::printf(
