@@ -18,6 +18,7 @@
 #include "backends/cpu/cpu_ops.h"
 #include "conformance/compare.h"
 #include "conformance/problem.h"
+#include "core/huge_arena.h"
 #include "core/huge_buffer.h"
 #include "core/thread_pool.h"
 #include "graph/run_reference.h"
@@ -189,16 +190,19 @@ TEST(CpuBackend, OutputsWrittenInPlaceFollowEachRunsBindings) {
   }
 }
 
-// A matmul weight of 2 MiB or more with no packed layout (Q6_K) is read from a copy on huge
-// pages, made at its first use; a tied embedding over the same table reads that copy too. Shown
-// by changing the caller's bytes after the first run (weights are immutable while bound, so only
-// a copy explains unchanged results), and by the results matching the reference before that.
-TEST(CpuBackend, LargeUnpackedWeightIsReadFromItsHugePageCopy) {
-  const int64_t k = 2048, n = 1280;  // 1280 rows x 1680 bytes: 2.15 MB
+// A matmul weight of kMinHugePageCopy bytes or more with no packed layout (Q6_K) is read from a
+// copy on huge pages (in the backend's arena), made at its first use; a tied embedding over the
+// same table reads that copy too. Shown by changing the caller's bytes after the first run
+// (weights are immutable while bound, so only a copy explains unchanged results), and by the
+// results matching the reference before that. Above and below 2 MiB (a HugeBuffer of its own
+// would have been on 4 KiB pages).
+void expect_unpacked_weight_read_from_copy(int64_t n) {
+  SCOPED_TRACE("rows " + std::to_string(n));
+  const int64_t k = 2048;  // rows of 1680 bytes
   auto w = make_weight(GgmlType::kQ6_K, k, n, 5);
-  ASSERT_GE(w.size(), HugeBuffer::kHugePage);
+  ASSERT_GE(w.size(), cpu::kMinHugePageCopy);
   const auto x = gaussian(sz(k), 1.0f, 6);
-  const std::vector<int32_t> ids = {0, 1279, 640, 7};
+  const std::vector<int32_t> ids = {0, static_cast<int32_t>(n - 1), static_cast<int32_t>(n / 2), 7};
   Graph g;
   NodeId wn = g.add_weight(make_desc(GgmlType::kQ6_K, k, n), "token_embd");
   NodeId xn = g.add_input(make_desc(kF32, k, 1), "x");
@@ -247,22 +251,39 @@ TEST(CpuBackend, LargeUnpackedWeightIsReadFromItsHugePageCopy) {
   }
 }
 
+TEST(CpuBackend, UnpackedWeightIsReadFromItsHugePageCopy) {
+  expect_unpacked_weight_read_from_copy(1280);  // 2.15 MB
+  expect_unpacked_weight_read_from_copy(160);   // 269 KB
+}
+
 TEST(CpuOps, CopyToHugePagesKeepsTheBytesAndSkipsSmallWeights) {
   ThreadPool pool(3);
   std::vector<uint8_t> w(HugeBuffer::kHugePage * 2 + 4097);  // slices that do not divide it
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<uint8_t>(i * 131 + (i >> 12));
   const auto want = w;  // the copy hands the pages back with their contents (MADV_PAGEOUT)
-  EXPECT_EQ(cpu::copy_to_huge_pages(pool, w, /*huge_pages=*/false), nullptr) << "not wanted";
-  const auto copy = cpu::copy_to_huge_pages(pool, w);
+  HugeArena plain(/*huge_pages=*/false);
+  EXPECT_EQ(cpu::copy_to_huge_pages(pool, w, plain), nullptr) << "an arena on plain pages";
+  HugeArena arena;
+  const uint8_t* copy = cpu::copy_to_huge_pages(pool, w, arena);
   if (!huge_pages_available()) {
     EXPECT_EQ(copy, nullptr);
     return;
   }
   ASSERT_NE(copy, nullptr);
-  ASSERT_EQ(copy->size(), w.size());
-  EXPECT_EQ(std::memcmp(copy->data(), want.data(), want.size()), 0);
+  EXPECT_EQ(std::memcmp(copy, want.data(), want.size()), 0);
   EXPECT_EQ(w, want);
-  EXPECT_EQ(cpu::copy_to_huge_pages(pool, std::span<const uint8_t>(w.data(), 4096)), nullptr);
+  // A weight under 2 MiB is copied too (beside the first, in the same chunk); one under
+  // kMinHugePageCopy is not.
+  const std::span<const uint8_t> mid(w.data() + 1, cpu::kMinHugePageCopy + 3);
+  const uint8_t* copy2 = cpu::copy_to_huge_pages(pool, mid, arena);
+  ASSERT_NE(copy2, nullptr);
+  EXPECT_EQ(std::memcmp(copy2, want.data() + 1, mid.size()), 0);
+  EXPECT_EQ(arena.chunks(), 1u);
+  EXPECT_EQ(std::memcmp(copy, want.data(), want.size()), 0)
+      << "the second copy overwrote the first";
+  EXPECT_EQ(cpu::copy_to_huge_pages(
+                pool, std::span<const uint8_t>(w.data(), cpu::kMinHugePageCopy - 1), arena),
+            nullptr);
 }
 
 TEST(CpuBackend, SupportsEveryBuildableMatMulAndEmbedding) {

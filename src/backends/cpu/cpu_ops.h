@@ -12,6 +12,7 @@
 #include "backends/cpu/kernels/repack.h"
 #include "backends/cpu/matmul_fusion.h"
 #include "core/dtype.h"
+#include "core/huge_arena.h"
 #include "core/huge_buffer.h"
 #include "core/status.h"
 #include "core/thread_pool.h"
@@ -74,7 +75,10 @@ struct PackedMatrix {
   int64_t k = 0, n = 0;  ///< n rows of k elements
   ::geniex::cpu::PackedKernels kernels{};
   size_t bytes = 0;
-  HugeBuffer data;  ///< on huge pages where granted: decode streams all of it every step
+  /// `bytes` on huge pages where granted (decode streams all of it every step): in `own`, or in
+  /// the arena pack_matrix was given (which outlives this matrix).
+  uint8_t* data = nullptr;
+  HugeBuffer own;
 };
 
 /// Which weights the prepare step repacks into the kernels' row-interleaved layouts.
@@ -89,21 +93,24 @@ struct PackedMatrix {
 /// kNone none (A/B benchmarks; CpuTuning::repack).
 bool repack_enabled(GgmlType t, CpuRepack policy = CpuRepack::kDefault);
 
-/// Repacks W (n rows of k elements of `wtype`) over the pool into a HugeBuffer (on huge pages
-/// unless `huge_pages` is false), then releases W's pages (contents kept: see
+/// Repacks W (n rows of k elements of `wtype`) over the pool into `arena` (the backend's: every
+/// weight side by side on huge pages), or without one into a HugeBuffer of its own (on huge pages
+/// from 2 MiB up unless `huge_pages` is false), then releases W's pages (contents kept: see
 /// op_matmul_packed.cpp). Null when the type (at the dispatched ISA) or shape has no packed
 /// kernel, or the copy cannot be allocated; matmul() then serves W itself.
 std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
                                           std::span<const uint8_t> w, int64_t k, int64_t n,
-                                          bool huge_pages = true);
+                                          bool huge_pages = true, HugeArena* arena = nullptr);
 
-/// A weight of at least HugeBuffer::kHugePage bytes that has no packed layout, copied over the pool
-/// into a HugeBuffer (huge pages, where granted), W's pages released slice by slice as
-/// pack_matrix does. Null when huge pages are not wanted (`huge_pages` false: CpuTuning) or not
-/// available (huge_pages_available(), the advice refused), W is smaller, or the copy cannot be
+/// Weights from this size up that have no packed layout are worth a huge-page copy.
+inline constexpr size_t kMinHugePageCopy = size_t{64} << 10;
+
+/// A weight of at least kMinHugePageCopy bytes that has no packed layout, copied over the pool
+/// into `arena` (on huge pages), W's pages released slice by slice as pack_matrix does. Null when
+/// huge pages are not available (huge_pages_available(), or the arena's chunk was not advised:
+/// an arena on plain pages, CpuTuning::huge_pages off), W is smaller, or the copy cannot be
 /// allocated: then keep reading W.
-std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w,
-                                               bool huge_pages = true);
+const uint8_t* copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w, HugeArena& arena);
 
 /// matmul() with packed weights: y[m, w.n] = W . x[m, w.k].
 Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, const float* x,

@@ -48,7 +48,7 @@ void release_pages([[maybe_unused]] const uint8_t* p, [[maybe_unused]] size_t n)
 
 std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
                                           std::span<const uint8_t> w, int64_t k, int64_t n,
-                                          bool huge_pages) {
+                                          bool huge_pages, HugeArena* arena) {
   const auto kernels = kern::packed_kernels(wtype);
   const size_t gb = kern::packed_group_bytes(wtype, k);
   const auto w_row = ggml_row_bytes(wtype, static_cast<uint64_t>(k));
@@ -59,15 +59,22 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
   p->n = n;
   p->kernels = *kernels;
   p->bytes = kern::packed_bytes(wtype, k, n);
-  auto buf = HugeBuffer::allocate(p->bytes, huge_pages);
-  if (!buf.ok()) return nullptr;  // W is still there for matmul()
-  p->data = std::move(buf).value();
+  if (arena != nullptr) {
+    auto block = arena->allocate(p->bytes);
+    if (!block.ok()) return nullptr;  // W is still there for matmul()
+    p->data = block->data;
+  } else {
+    auto buf = HugeBuffer::allocate(p->bytes, huge_pages);
+    if (!buf.ok()) return nullptr;
+    p->own = std::move(buf).value();
+    p->data = p->own.data();
+  }
   const int64_t groups = (n + kern::kPackRows - 1) / kern::kPackRows;
   constexpr int64_t kGroupsPerTask = 64;
   pool.parallel_for((groups + kGroupsPerTask - 1) / kGroupsPerTask, [&](int64_t t, int) {
     const int64_t g0 = t * kGroupsPerTask;
     const int64_t g1 = std::min(groups, g0 + kGroupsPerTask);
-    kern::repack_groups(wtype, k, w.data(), *w_row, n, g0, g1, p->data.data());
+    kern::repack_groups(wtype, k, w.data(), *w_row, n, g0, g1, p->data);
     // Slice by slice, so the original and the packed copy of a large matrix (an LM head) are
     // never both resident in full.
     const int64_t r0 = g0 * kern::kPackRows, r1 = std::min(n, g1 * kern::kPackRows);
@@ -76,18 +83,15 @@ std::unique_ptr<PackedMatrix> pack_matrix(ThreadPool& pool, GgmlType wtype,
   return p;
 }
 
-std::unique_ptr<HugeBuffer> copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w,
-                                               bool huge_pages) {
-  if (!huge_pages || !huge_pages_available() || w.size() < HugeBuffer::kHugePage) {
-    return nullptr;
-  }
-  auto buf = HugeBuffer::allocate(w.size());
-  if (!buf.ok() || !buf.value().advised()) return nullptr;  // no gain from a 4 KiB-page copy
-  auto copy = std::make_unique<HugeBuffer>(std::move(buf).value());
+const uint8_t* copy_to_huge_pages(ThreadPool& pool, std::span<const uint8_t> w, HugeArena& arena) {
+  if (!huge_pages_available() || w.size() < kMinHugePageCopy) return nullptr;
+  auto block = arena.allocate(w.size());
+  if (!block.ok() || !block->advised) return nullptr;  // no gain from a 4 KiB-page copy
+  uint8_t* copy = block->data;
   constexpr size_t kSlice = HugeBuffer::kHugePage;
   pool.parallel_for(static_cast<int64_t>((w.size() + kSlice - 1) / kSlice), [&](int64_t t, int) {
     const size_t b = sz(t) * kSlice, n = std::min(kSlice, w.size() - b);
-    std::memcpy(copy->data() + b, w.data() + b, n);
+    std::memcpy(copy + b, w.data() + b, n);
     release_pages(w.data() + b, n);
   });
   release_pages(w.data(), w.size());  // the pages that straddled two slices
@@ -133,7 +137,7 @@ Status matmul_packed(ThreadPool& pool, Scratch& scratch, const PackedMatrix& w, 
           ? std::clamp<int64_t>(groups / (4 * pool.size()), kGroupsPerTaskGemm, kGroupsPerTaskFew)
           : kGroupsPerTaskGemm;
   const size_t gb = kern::packed_group_bytes(w.type, k);
-  const uint8_t* wd = w.data.data();
+  const uint8_t* wd = w.data;
   for_each_matmul_task(
       pool, groups, per_task, m, [&](int64_t g0, int64_t ng, int64_t c0, int64_t nc) {
         const int64_t r0 = g0 * kern::kPackRows;
@@ -153,8 +157,7 @@ Result<bool> embedding_packed(ThreadPool& pool, const PackedMatrix& table,
   std::vector<uint8_t> blocks(*row * ids.size());
   std::vector<int32_t> at(ids.size());
   for (size_t t = 0; t < ids.size(); ++t) {
-    if (!kern::unpack_row(table.type, table.k, table.data.data(), ids[t],
-                          blocks.data() + t * *row)) {
+    if (!kern::unpack_row(table.type, table.k, table.data, ids[t], blocks.data() + t * *row)) {
       return false;
     }
     at[t] = static_cast<int32_t>(t);

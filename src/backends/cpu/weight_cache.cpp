@@ -20,16 +20,19 @@ WeightCache::MatmulWeight WeightCache::prepare_matmul(ThreadPool& pool, GgmlType
   if (repack_enabled(type, repack_) && ::geniex::cpu::can_repack(type)) {
     auto [it, fresh] = packed_.try_emplace(w.data());
     if (fresh || (it->second != nullptr && !same_shape(it->second.get(), type, k, n))) {
-      it->second = pack_matrix(pool, type, w, k, n, huge_pages_);
+      // A weight re-bound with another shape (never in a model) leaves its old copy unused in
+      // the arena.
+      it->second = pack_matrix(pool, type, w, k, n, huge_pages_, &arena_);
     }
     if (it->second != nullptr) return {it->second.get(), nullptr};
   }
   auto it = copied_.find(w.data());
   if (it == copied_.end()) {
-    it = copied_.emplace(w.data(), copy_to_huge_pages(pool, w, huge_pages_)).first;
+    const uint8_t* copy = huge_pages_ ? copy_to_huge_pages(pool, w, arena_) : nullptr;
+    it = copied_.emplace(w.data(), Copy{copy, w.size()}).first;
   }
-  const bool copy = it->second != nullptr && it->second->size() == w.size();
-  return {nullptr, copy ? it->second->data() : w.data()};
+  const bool copy = it->second.data != nullptr && it->second.size == w.size();
+  return {nullptr, copy ? it->second.data : w.data()};
 }
 
 WeightCache::MatmulWeight WeightCache::find_table(GgmlType type, std::span<const uint8_t> w,
@@ -41,8 +44,8 @@ WeightCache::MatmulWeight WeightCache::find_table(GgmlType type, std::span<const
   }
   // `bytes` also serves a packed table whose type has no unpacking (embedding_packed).
   if (const auto it = copied_.find(w.data());
-      it != copied_.end() && it->second != nullptr && it->second->size() == w.size()) {
-    t.bytes = it->second->data();
+      it != copied_.end() && it->second.data != nullptr && it->second.size == w.size()) {
+    t.bytes = it->second.data;
   }
   return t;
 }
