@@ -193,10 +193,22 @@ Result<PpSample> run_pp(Model& model, const std::vector<int32_t>& tokens) {
 
 // n forward passes of one token each after `depth` cached tokens (a 1-token prompt + n-1 steps);
 // depth 0 starts from an empty context. The depth tokens are evaluated by the warm-up and kept
-// in the cache across repetitions (each call reuses them and drops what the previous one added).
+// in the cache across repetitions: each call first cuts the sequence back to all but the last
+// depth token (untimed: a prompt of those tokens, nothing generated), which the timed call then
+// reuses whole. Reusing them straight from the longer sequence left by the previous call works
+// for a KV cache, but a recurrent state (LFM2's convolutions) cannot be rolled back: the cut
+// would fall back to the last block snapshot and the timed call would prefill up to a block of
+// the depth again.
 Result<double> run_tg(Model& model, std::vector<int32_t> depth_tokens, int32_t first_token,
                       int32_t n, bool timed = true) {
   if (depth_tokens.empty()) model.reset();
+  if (depth_tokens.size() >= 2) {
+    GENIEX_ASSIGN_OR_RETURN(
+        Generation cut,
+        model.generate(std::span<const int32_t>(depth_tokens.data(), depth_tokens.size() - 1),
+                       greedy(0)));
+    (void)cut;
+  }
   depth_tokens.push_back(first_token);
   GENIEX_ASSIGN_OR_RETURN(Generation g,
                           model.generate(std::span<const int32_t>(depth_tokens), greedy(n)));

@@ -83,3 +83,18 @@ def test_bench_usage_errors(geniex_bin):
         r = run([geniex_bin, "bench", "-m", TINY, *args])
         assert r.returncode == 2, (args, r.stderr)
         assert r.stderr.strip(), args
+
+
+def test_bench_depth_for_kv_and_recurrent_state_models(geniex_bin):
+    # -d 70: tg after 70 cached tokens, every repetition (llama-bench -d). LFM2's convolution
+    # state cannot be cut back like a KV cache (only to a block snapshot), which made every
+    # repetition after the first fail ("found only 64 tokens cached").
+    for model, arch in ((TINY, "llama"), (REPO / "tests" / "data" / "models" / "tiny-lfm2-q8_0.gguf",
+                                          "lfm2")):
+        r = run([geniex_bin, "bench", "-m", model, "-p", 8, "-n", 4, "-r", 3, "-t", 1, "-d", 70,
+                 "--json"])
+        assert r.returncode == 0, (arch, r.stderr)
+        j = json.loads(r.stdout)
+        assert j["architecture"] == arch and j["depth"] == 70 and j["n_ctx"] >= 70 + 4
+        assert len(j["tg"]["samples_ms"]) == 3 and all(v > 0 for v in j["tg"]["samples_ms"])
+        assert len(j["pp"]["samples_ms"]) == 3
