@@ -81,19 +81,39 @@ concept AttnHasHsum16 = requires(const typename W_::R* a, float* o) {
   W_::hsum16(a, o);
 };
 
+// Requests the cache lines of the key rows list entries [m, m + count) (clamped to m1) point
+// at: the rows are gathered through the list, which the hardware prefetcher cannot follow.
+template <class KT>
+ATTN_TARGET inline void attn_prefetch_rows(const KT* k, int64_t ks, int64_t n, const float* keys,
+                                           int64_t m, int64_t count, int64_t m1) {
+  const int64_t e = std::min(m + count, m1);
+  for (int64_t j = m; j < e; ++j) {
+    const auto* row = reinterpret_cast<const char*>(k + static_cast<int64_t>(keys[j]) * ks);
+    for (int64_t b = 0; b < n * static_cast<int64_t>(sizeof(KT)); b += 64) {
+      __builtin_prefetch(row + b, 0, 3);
+    }
+  }
+}
+
+// Keys ahead of the one being dotted whose rows are requested.
+inline constexpr int64_t kAttnPrefetchKeys = 16;
+
 template <int NR, class KT>
 ATTN_TARGET void attn_dots_rows(const float* q, int64_t n, const KT* k, int64_t ks,
                                 const float* keys, int64_t m0, int64_t m1, float* s, int64_t ss) {
   constexpr int kNk = NR <= 2 ? 4 : 2;
   int64_t m = m0;
+  attn_prefetch_rows(k, ks, n, keys, m, kAttnPrefetchKeys, m1);
   if constexpr (NR == 4 && AttnHasHsum16<V>) {
     for (; m + 4 <= m1; m += 4) {
+      attn_prefetch_rows(k, ks, n, keys, m + kAttnPrefetchKeys, 4, m1);
       const KT* rows[4];
       for (int j = 0; j < 4; ++j) rows[j] = k + static_cast<int64_t>(keys[m + j]) * ks;
       attn_dots_4x4<V>(q, n, rows, s + m, ss);
     }
   }
   for (; m + kNk <= m1; m += kNk) {
+    attn_prefetch_rows(k, ks, n, keys, m + kAttnPrefetchKeys, kNk, m1);
     const KT* rows[kNk];
     for (int j = 0; j < kNk; ++j) rows[j] = k + static_cast<int64_t>(keys[m + j]) * ks;
     attn_dots_block<NR, kNk>(q, n, rows, s + m, ss);
@@ -124,6 +144,11 @@ ATTN_TARGET void attn_pv_cols(const float* p, int64_t ps, const float* keys, int
     for (int c = 0; c < NC; ++c) a[r][c] = V::load(acc + r * as + c0 + c * V::W);
   }
   for (int64_t m = m0; m < m1; ++m) {
+    if (m + kAttnPrefetchKeys < m1) {  // this call's columns of a row further down the list
+      const auto* ahead = reinterpret_cast<const char*>(
+          v + static_cast<int64_t>(keys[m + kAttnPrefetchKeys]) * vs + c0);
+      for (size_t b = 0; b < NC * V::W * sizeof(VT); b += 64) __builtin_prefetch(ahead + b, 0, 3);
+    }
     const VT* row = v + static_cast<int64_t>(keys[m]) * vs + c0;
     typename V::R x[NC];
     for (int c = 0; c < NC; ++c) x[c] = V::load(row + c * V::W);
