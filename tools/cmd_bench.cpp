@@ -191,24 +191,24 @@ Result<PpSample> run_pp(Model& model, const std::vector<int32_t>& tokens) {
   return PpSample{g.timings.prompt_ms, g.timings.ttft_ms};
 }
 
+// Cuts the sequence back to all but the last of the `depth` tokens, untimed: a prompt of those
+// tokens, nothing generated (after a reset it evaluates them). run_tg's call then reuses them
+// whole. Reusing them straight from the longer sequence the previous call left works for a KV
+// cache, but a recurrent state (LFM2's convolutions) cannot be rolled back: the cut would fall
+// back to the last block snapshot and the timed call would prefill up to a block again.
+Status cut_to_depth(Model& model, const std::vector<int32_t>& depth_tokens) {
+  if (depth_tokens.size() < 2) return {};
+  auto g = model.generate(std::span<const int32_t>(depth_tokens.data(), depth_tokens.size() - 1),
+                          greedy(0));
+  return g.ok() ? Status() : g.status();
+}
+
 // n forward passes of one token each after `depth` cached tokens (a 1-token prompt + n-1 steps);
 // depth 0 starts from an empty context. The depth tokens are evaluated by the warm-up and kept
-// in the cache across repetitions: each call first cuts the sequence back to all but the last
-// depth token (untimed: a prompt of those tokens, nothing generated), which the timed call then
-// reuses whole. Reusing them straight from the longer sequence left by the previous call works
-// for a KV cache, but a recurrent state (LFM2's convolutions) cannot be rolled back: the cut
-// would fall back to the last block snapshot and the timed call would prefill up to a block of
-// the depth again.
+// in the cache across repetitions; cut_to_depth() runs before each call.
 Result<double> run_tg(Model& model, std::vector<int32_t> depth_tokens, int32_t first_token,
                       int32_t n, bool timed = true) {
   if (depth_tokens.empty()) model.reset();
-  if (depth_tokens.size() >= 2) {
-    GENIEX_ASSIGN_OR_RETURN(
-        Generation cut,
-        model.generate(std::span<const int32_t>(depth_tokens.data(), depth_tokens.size() - 1),
-                       greedy(0)));
-    (void)cut;
-  }
   depth_tokens.push_back(first_token);
   GENIEX_ASSIGN_OR_RETURN(Generation g,
                           model.generate(std::span<const int32_t>(depth_tokens), greedy(n)));
@@ -563,7 +563,12 @@ int run_bench(const BenchOptions& o) {
     auto w = run_pp(*model, pp_tokens);
     if (!w.ok()) return fail("pp warm-up: " + w.status().message());
   }
+  // Before every tg call with a depth (-P has none): the depth's prefix, untimed.
+  const auto cut = [&]() -> Status {
+    return o.parallel > 1 ? Status() : cut_to_depth(*model, depth_tokens);
+  };
   if (tg) {
+    if (Status s = cut(); !s.ok()) return fail("tg warm-up: " + s.message());
     auto w = tg_once(std::min<int32_t>(o.n_gen, 4), false);
     if (!w.ok()) return fail("tg warm-up: " + w.status().message());
   }
@@ -579,10 +584,7 @@ int run_bench(const BenchOptions& o) {
       pp_prof.add(model->stage_timings(), s->prefill_ms);
     }
     if (tg) {
-      if (o.depth > 0 && pp) {  // pp reset the context: evaluate the depth again, untimed
-        auto w = run_tg(*model, depth_tokens, tg_first, 1, false);
-        if (!w.ok()) return fail("tg: " + w.status().message());
-      }
+      if (Status s = cut(); !s.ok()) return fail("tg: " + s.message());
       model->reset_stage_timings();
       auto s = tg_once(o.n_gen, true);
       if (!s.ok()) return fail("tg: " + s.status().message());

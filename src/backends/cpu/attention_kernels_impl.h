@@ -81,8 +81,9 @@ concept AttnHasHsum16 = requires(const typename W_::R* a, float* o) {
   W_::hsum16(a, o);
 };
 
-// Requests the cache lines of the key rows list entries [m, m + count) (clamped to m1) point
-// at: the rows are gathered through the list, which the hardware prefetcher cannot follow.
+// Requests the cache lines of the n elements at the rows list entries [m, m + count) (clamped
+// to m1) point at: K and V rows are gathered through the key list, which the hardware
+// prefetcher cannot follow.
 template <class KT>
 ATTN_TARGET inline void attn_prefetch_rows(const KT* k, int64_t ks, int64_t n, const float* keys,
                                            int64_t m, int64_t count, int64_t m1) {
@@ -144,11 +145,8 @@ ATTN_TARGET void attn_pv_cols(const float* p, int64_t ps, const float* keys, int
     for (int c = 0; c < NC; ++c) a[r][c] = V::load(acc + r * as + c0 + c * V::W);
   }
   for (int64_t m = m0; m < m1; ++m) {
-    if (m + kAttnPrefetchKeys < m1) {  // this call's columns of a row further down the list
-      const auto* ahead = reinterpret_cast<const char*>(
-          v + static_cast<int64_t>(keys[m + kAttnPrefetchKeys]) * vs + c0);
-      for (size_t b = 0; b < NC * V::W * sizeof(VT); b += 64) __builtin_prefetch(ahead + b, 0, 3);
-    }
+    // This call's columns of a row further down the list.
+    attn_prefetch_rows(v + c0, vs, NC * V::W, keys, m + kAttnPrefetchKeys, 1, m1);
     const VT* row = v + static_cast<int64_t>(keys[m]) * vs + c0;
     typename V::R x[NC];
     for (int c = 0; c < NC; ++c) x[c] = V::load(row + c * V::W);
