@@ -673,9 +673,43 @@ struct F16RowsKernel {
         for (int c = 0; c < NC; ++c) acc[r][c] = _mm512_fmadd_ps(wv, av[c], acc[r][c]);
       }
     }
+    if constexpr (NR == 4 && NC == 4) {
+      if (n16 == n) {
+        const __m512 s = reduce_4x4(acc);
+        for (int c = 0; c < 4; ++c) _mm_storeu_ps(o + c * os, _mm512_extractf32x4_ps(s, c));
+        return;
+      }
+    }
     for (int c = 0; c < NC; ++c) {
       for (int r = 0; r < NR; ++r) o[c * os + r] = finish(acc[r][c], n16, n, w + r * ws, a[c]);
     }
+  }
+
+  // The sixteen sums of a 4 x 4 tile of 16-lane accumulators (no tail), lane 4 c + r holding dot
+  // (r, c): the reduction of finish for each dot (lanes i + 8, then i + 4, i + 2, i + 1 added in
+  // the same pairs, so the same bits), done for all sixteen at once with shuffles between them.
+  // [x lo8 + x hi8, y lo8 + y hi8]
+  GENIEX_X86_TARGET static __m512 add_halves(__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Four 8-lane sums (two in x, two in y) -> four 4-lane sums, one per 128 bits.
+  GENIEX_X86_TARGET static __m512 add_quarters(__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(x, y, _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  GENIEX_X86_TARGET static __m512 reduce_4x4(const __m512 (&acc)[4][4]) {
+    __m512 v4[4];  // v4[r]: 128-bit lane c holds dot (r, c)'s four partial sums
+    for (int r = 0; r < 4; ++r) {
+      v4[r] = add_quarters(add_halves(acc[r][0], acc[r][1]), add_halves(acc[r][2], acc[r][3]));
+    }
+    // Per 128 bits: [x0 + x2, x1 + x3, y0 + y2, y1 + y3], then [u0 + u1, u2 + u3, v0 + v1, ...].
+    const __m512 u = _mm512_add_ps(_mm512_shuffle_ps(v4[0], v4[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_ps(v4[0], v4[1], _MM_SHUFFLE(3, 2, 3, 2)));
+    const __m512 v = _mm512_add_ps(_mm512_shuffle_ps(v4[2], v4[3], _MM_SHUFFLE(1, 0, 1, 0)),
+                                   _mm512_shuffle_ps(v4[2], v4[3], _MM_SHUFFLE(3, 2, 3, 2)));
+    return _mm512_add_ps(_mm512_shuffle_ps(u, v, _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_ps(u, v, _MM_SHUFFLE(3, 1, 3, 1)));
   }
 
   // One row: FloatKernel<LoadF16>'s own (two ymm chains, latency-friendlier for a GEMV).
