@@ -30,7 +30,8 @@ Result<std::thread> start_std_thread(std::function<void()> body) {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads, const ThreadStarter& start)
-    : n_threads_(std::clamp(n_threads, 1, kMaxThreads)) {
+    : n_threads_(std::clamp(n_threads, 1, kMaxThreads)),
+      blocks_(std::make_unique<Block[]>(static_cast<size_t>(n_threads_))) {
   const int wanted = n_threads_;
   workers_.reserve(static_cast<size_t>(wanted - 1));
   for (int i = 1; i < wanted; ++i) {
@@ -68,28 +69,53 @@ ThreadPool::~ThreadPool() {
 
 int ThreadPool::default_threads() { return std::min(usable_cpus(), kMaxThreads); }
 
-// Why a claim never runs a task of the wrong loop: the caller fills loops_[k & 1] for loop k
-// and then publishes (k, 0) in claim_. A worker reads claim_ (loop j, task i), then slot j & 1,
-// then compare-exchanges claim_ from (j, i) to (j, i + 1). That slot is refilled only for loop
-// j + 2, after loop j + 1 was published, and then claim_ no longer holds (j, i): a worker that
-// read a refilled slot fails its compare-exchange and starts over. A successful claim keeps loop
-// j unfinished, so its fn stays alive until the task returns. All of these atomics are
-// sequentially consistent.
-void ThreadPool::run_tasks(int thread) {
-  uint64_t c = claim_.load();
+// Why a claim never runs a task of the wrong loop: the caller fills loops_[k & 1] for loop k,
+// then sets every block's word to (k, first task of the block), then publishes k. A worker reads
+// a block's word (loop j, task i), then slot j & 1, then compare-exchanges the word from (j, i)
+// to (j, i + 1). That slot is refilled only for loop j + 2, after loop j + 1 was set in every
+// block, and then no word holds (j, i) any more: a worker that read a refilled slot fails its
+// compare-exchange. A successful claim keeps loop j unfinished, so its fn stays alive until the
+// task returns. Loop j is finished only when every thread that ran one of its tasks has added
+// its count, which it does before it returns from run_tasks, so no count of an older loop can
+// reach finished_ after the caller reset it. All of these atomics are sequentially consistent.
+bool ThreadPool::claim(int b, uint64_t& c) {
+  std::atomic<uint64_t>& word = blocks_[static_cast<size_t>(b)].claim;
+  c = word.load();
   for (;;) {
     const Loop& loop = loops_[loop_of(c) & 1];
-    const TaskRef* fn = loop.fn.load();
     const int64_t n = loop.n_tasks.load();
-    if (fn == nullptr || static_cast<int64_t>(task_of(c)) >= n) return;
-    if (!claim_.compare_exchange_weak(c, c + 1)) continue;  // c now holds the fresh value
-    (*fn)(static_cast<int64_t>(task_of(c)), thread);
-    if (finished_.fetch_add(1) + 1 == n) {
-      done_.store(loop_of(c));
+    // The block's end: blocks are [b n / T, (b + 1) n / T); n < 2^32 and T <= 1024.
+    const int64_t end = (b + 1) * n / n_threads_;
+    if (loop.fn.load() == nullptr || static_cast<int64_t>(task_of(c)) >= end) return false;
+    if (word.compare_exchange_weak(c, c + 1)) return true;  // else c holds the fresh value
+  }
+}
+
+void ThreadPool::run_tasks(int thread) {
+  uint32_t counted_loop = 0;
+  int64_t ran = 0;
+  const auto add_ran = [&] {
+    if (ran == 0) return;
+    const int64_t n = loops_[counted_loop & 1].n_tasks.load();
+    if (finished_.fetch_add(ran) + ran == n) {
+      done_.store(counted_loop);
       done_.notify_one();
     }
-    c = claim_.load();
+    ran = 0;
+  };
+  // Own block first, then the others' in turn.
+  for (int i = 0; i < n_threads_; ++i) {
+    const int b = (thread + i) % n_threads_;
+    uint64_t c = 0;
+    while (claim(b, c)) {
+      if (ran != 0 && loop_of(c) != counted_loop) add_ran();
+      counted_loop = loop_of(c);
+      const TaskRef* fn = loops_[counted_loop & 1].fn.load();
+      (*fn)(static_cast<int64_t>(task_of(c)), thread);
+      ++ran;
+    }
   }
+  add_ran();
 }
 
 void ThreadPool::run_loop(int64_t n_tasks, const TaskRef& fn) {
@@ -98,7 +124,10 @@ void ThreadPool::run_loop(int64_t n_tasks, const TaskRef& fn) {
   loop.fn.store(&fn);
   loop.n_tasks.store(n_tasks);
   finished_.store(0);
-  claim_.store(static_cast<uint64_t>(k) << 32);
+  for (int b = 0; b < n_threads_; ++b) {
+    const auto first = static_cast<uint64_t>(b * n_tasks / n_threads_);
+    blocks_[static_cast<size_t>(b)].claim.store((static_cast<uint64_t>(k) << 32) | first);
+  }
   published_.store(k);
   published_.notify_all();
   run_tasks(0);

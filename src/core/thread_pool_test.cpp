@@ -73,6 +73,62 @@ TEST(ThreadPool, MoreThreadsThanCoresLoseNoTask) {
   EXPECT_GT(threads_used, 1) << "the workers never took part";
 }
 
+// Each thread starts on its own block of consecutive tasks, the same block loop after loop, so
+// the rows a thread wrote in one op are the rows it reads in the next. Each thread's first task
+// waits until every thread has started one, so no thread can take another's block first.
+TEST(ThreadPool, EachThreadStartsOnItsOwnBlockInEveryLoop) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {int64_t{12}, int64_t{7}}) {
+      for (int loop = 0; loop < 20; ++loop) {
+        std::vector<std::atomic<int64_t>> first(static_cast<size_t>(threads));
+        for (auto& f : first) f.store(-1);
+        std::atomic<int> started{0};
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        pool.parallel_for(n, [&](int64_t t, int th) {
+          hits[static_cast<size_t>(t)].fetch_add(1);
+          if (first[static_cast<size_t>(th)].load() >= 0) return;
+          first[static_cast<size_t>(th)].store(t);
+          started.fetch_add(1);
+          const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+          while (started.load() < threads && std::chrono::steady_clock::now() < until) {
+            std::this_thread::yield();
+          }
+        });
+        for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+        for (int th = 0; th < threads; ++th) {
+          EXPECT_EQ(first[static_cast<size_t>(th)].load(), th * n / threads)
+              << threads << " threads, " << n << " tasks, loop " << loop << ", thread " << th;
+        }
+      }
+    }
+  }
+}
+
+// A thread whose block is done takes tasks from the others' blocks: one thread held up in its
+// first task, the other runs everything else.
+TEST(ThreadPool, AThreadOutOfTasksTakesFromTheOthersBlocks) {
+  ThreadPool pool(2);
+  std::atomic<bool> release{false};
+  std::atomic<int> by_caller{0};
+  std::atomic<int> started_worker{0};
+  std::vector<std::atomic<int>> hits(40);
+  pool.parallel_for(40, [&](int64_t t, int th) {
+    hits[static_cast<size_t>(t)].fetch_add(1);
+    if (th == 1 && started_worker.fetch_add(1) == 0) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (!release.load() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+      return;
+    }
+    if (th == 0 && by_caller.fetch_add(1) + 1 == 39) release.store(true);
+  });
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  // The worker may not have woken before the caller took all 40; else it held exactly one.
+  EXPECT_GE(by_caller.load(), 39);
+}
+
 // A worker held in a signal handler stands for one the OS has not scheduled (other programs
 // hold the cores).
 std::atomic<bool> g_parked{false};
