@@ -676,7 +676,10 @@ struct F16RowsKernel {
     if constexpr (NR == 4 && NC == 4) {
       if (n16 == n) {
         const __m512 s = reduce_4x4(acc);
-        for (int c = 0; c < 4; ++c) _mm_storeu_ps(o + c * os, _mm512_extractf32x4_ps(s, c));
+        _mm_storeu_ps(o, _mm512_castps512_ps128(s));
+        _mm_storeu_ps(o + os, _mm512_extractf32x4_ps(s, 1));
+        _mm_storeu_ps(o + 2 * os, _mm512_extractf32x4_ps(s, 2));
+        _mm_storeu_ps(o + 3 * os, _mm512_extractf32x4_ps(s, 3));
         return;
       }
     }
