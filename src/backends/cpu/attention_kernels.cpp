@@ -51,11 +51,12 @@ struct V {
 }  // namespace scalar
 
 const Kernels& scalar_kernels() {
-  static const Kernels k{scalar::attn_dots_f32,     scalar::attn_dots_f16,
-                         scalar::attn_pv_f32,       scalar::attn_pv_f16,
-                         scalar::attn_softmax_exp,  scalar::attn_scale,
-                         scalar::attn_dense_scores, scalar::attn_row_max,
-                         scalar::attn_dequant_q8_0, scalar::attn_dequant_q4_0};
+  static const Kernels k{
+      scalar::attn_dots_f32,     scalar::attn_dots_f16,      scalar::attn_pv_f32,
+      scalar::attn_pv_f16,       scalar::attn_softmax_exp,   scalar::attn_scale,
+      scalar::attn_dense_scores, scalar::attn_row_max,       scalar::attn_dequant_q8_0,
+      scalar::attn_dequant_q4_0, scalar::attn_head_dots_f32, scalar::attn_head_dots_f16,
+      scalar::attn_pv_heads_f32, scalar::attn_pv_heads_f16};
   return k;
 }
 

@@ -52,6 +52,25 @@ struct Kernels {
   /// quant::dequantize_row (each value is float(q) * d, one rounding).
   void (*dequant_q8_0)(const uint8_t* src, float* dst, int64_t n);
   void (*dequant_q4_0)(const uint8_t* src, float* dst, int64_t n);
+  /// Token-major Q.K for a decode step: s[(h * n_rows + r) * s_stride + m] = the dot of query
+  /// row q + (h * n_rows + r) * n with kv head h's n elements of K row k + int64_t(keys[m]) *
+  /// k_stride (at h * n), for every kv head h < n_kv_head, r < n_rows, m in [m0, m1). Each key's
+  /// row of all heads is read once, in order; each value has dots_*'s bits.
+  void (*head_dots_f32)(const float* q, int64_t n_rows, int64_t n_kv_head, int64_t n,
+                        const float* k, int64_t k_stride, const float* keys, int64_t m0, int64_t m1,
+                        float* s, int64_t s_stride);
+  void (*head_dots_f16)(const float* q, int64_t n_rows, int64_t n_kv_head, int64_t n,
+                        const uint16_t* k, int64_t k_stride, const float* keys, int64_t m0,
+                        int64_t m1, float* s, int64_t s_stride);
+  /// Token-major p.v: for m in [m0, m1), in that order, and kv heads h in [h0, h1):
+  ///   acc[(h * n_rows + r) * n + i] += p[(h * n_rows + r) * p_stride + m] * row[h * n + i]
+  /// with row = v + int64_t(keys[m]) * v_stride; each element pv_*'s bits.
+  void (*pv_heads_f32)(const float* p, int64_t p_stride, int64_t n_rows, int64_t h0, int64_t h1,
+                       const float* keys, int64_t m0, int64_t m1, const float* v, int64_t v_stride,
+                       int64_t n, float* acc);
+  void (*pv_heads_f16)(const float* p, int64_t p_stride, int64_t n_rows, int64_t h0, int64_t h1,
+                       const float* keys, int64_t m0, int64_t m1, const uint16_t* v,
+                       int64_t v_stride, int64_t n, float* acc);
 };
 
 /// The kernels for `isa` (the best set at or below it that this binary has).

@@ -231,6 +231,104 @@ ATTN_TARGET double attn_softmax_exp(float* s, int64_t n, float mx) {
   return V::dsum(acc);
 }
 
+// Token-major decode kernels (attention_kernels.h: head_dots / pv_heads): each key's row of ALL
+// kv heads is read at once, one cache row after another, so the hardware prefetcher streams the
+// cache instead of waiting on a 128-byte slice every n_kv_head * d elements.
+
+// s[(h * n_rows + r) * ns + m] = q[(h * n_rows + r) * n] . row[h * n] for every kv head h, row
+// r and key m in [m0, m1) (row = k + keys[m] * ks). Each dot is attn_dots_block's arithmetic (one
+// chain over whole vectors, hsum4's tree, the scalar tail), four dots to a tree.
+template <class KT>
+ATTN_TARGET void attn_head_dots(const float* q, int64_t n_rows, int64_t n_kv_head, int64_t n,
+                                const KT* k, int64_t ks, const float* keys, int64_t m0, int64_t m1,
+                                float* s, int64_t ns) {
+  const int64_t count = n_rows * n_kv_head;  // dots per key, (head, row) order
+  for (int64_t m = m0; m < m1; ++m) {
+    const KT* row = k + static_cast<int64_t>(keys[m]) * ks;
+    for (int64_t j0 = 0; j0 < count; j0 += 4) {
+      const KT* kr[4];
+      const float* qr[4];
+      int64_t js[4];
+      for (int j = 0; j < 4; ++j) {  // past the end: the last dot again, its result dropped
+        js[j] = std::min(j0 + j, count - 1);
+        kr[j] = row + (js[j] / n_rows) * n;
+        qr[j] = q + js[j] * n;
+      }
+      typename V::R a[4] = {V::zero(), V::zero(), V::zero(), V::zero()};
+      int64_t i = 0;
+      for (; i + V::W <= n; i += V::W) {
+        for (int j = 0; j < 4; ++j) a[j] = V::fma(V::load(qr[j] + i), V::load(kr[j] + i), a[j]);
+      }
+      float sums[4];
+      V::hsum4(a, sums);
+      for (int j = 0; j < 4 && j0 + j < count; ++j) {
+        float v = sums[j];
+        for (int64_t e = i; e < n; ++e) v += qr[j][e] * attn_to_f32(kr[j][e]);
+        s[js[j] * ns + m] = v;
+      }
+    }
+  }
+}
+
+// For m in [m0, m1), in that order, row = v + keys[m] * vs, every kv head h in [h0, h1) and row
+// r: acc[(h * n_rows + r) * n + i] += p[(h * n_rows + r) * ps + m] * row[h * n + i]. Per element
+// the multiply-add chain of attn_pv_cols (whole vectors) and of attn_pv_rows's scalar tail.
+template <class KT>
+ATTN_TARGET void attn_pv_heads(const float* p, int64_t ps, int64_t n_rows, int64_t h0, int64_t h1,
+                               const float* keys, int64_t m0, int64_t m1, const KT* v, int64_t vs,
+                               int64_t n, float* acc) {
+  // A run of heads is part of each row, which the hardware prefetcher does not follow from row
+  // to row: the run of the row kAhead keys on is requested (into L2: more misses in flight).
+  constexpr int64_t kAhead = 8;
+  const int64_t run_bytes = (h1 - h0) * n * static_cast<int64_t>(sizeof(KT));
+  for (int64_t m = m0; m < m1; ++m) {
+    const KT* row = v + static_cast<int64_t>(keys[m]) * vs;
+    if (m + kAhead < m1) {
+      const auto* ahead =
+          reinterpret_cast<const char*>(v + static_cast<int64_t>(keys[m + kAhead]) * vs + h0 * n);
+      for (int64_t b = 0; b < run_bytes; b += 64) __builtin_prefetch(ahead + b, 0, 2);
+    }
+    for (int64_t h = h0; h < h1; ++h) {
+      const KT* x = row + h * n;
+      float* ah = acc + h * n_rows * n;
+      const float* ph = p + h * n_rows * ps + m;
+      int64_t c = 0;
+      for (; c + V::W <= n; c += V::W) {
+        const typename V::R xv = V::load(x + c);
+        for (int64_t r = 0; r < n_rows; ++r) {
+          float* ar = ah + r * n + c;
+          V::store(ar, V::fma(V::set1(ph[r * ps]), xv, V::load(ar)));
+        }
+      }
+      for (; c < n; ++c) {
+        const float xs = attn_to_f32(x[c]);
+        for (int64_t r = 0; r < n_rows; ++r) ah[r * n + c] += ph[r * ps] * xs;
+      }
+    }
+  }
+}
+
+ATTN_TARGET void attn_head_dots_f32(const float* q, int64_t n_rows, int64_t n_kv_head, int64_t n,
+                                    const float* k, int64_t ks, const float* keys, int64_t m0,
+                                    int64_t m1, float* s, int64_t ns) {
+  attn_head_dots(q, n_rows, n_kv_head, n, k, ks, keys, m0, m1, s, ns);
+}
+ATTN_TARGET void attn_head_dots_f16(const float* q, int64_t n_rows, int64_t n_kv_head, int64_t n,
+                                    const uint16_t* k, int64_t ks, const float* keys, int64_t m0,
+                                    int64_t m1, float* s, int64_t ns) {
+  attn_head_dots(q, n_rows, n_kv_head, n, k, ks, keys, m0, m1, s, ns);
+}
+ATTN_TARGET void attn_pv_heads_f32(const float* p, int64_t ps, int64_t n_rows, int64_t h0,
+                                   int64_t h1, const float* keys, int64_t m0, int64_t m1,
+                                   const float* v, int64_t vs, int64_t n, float* acc) {
+  attn_pv_heads(p, ps, n_rows, h0, h1, keys, m0, m1, v, vs, n, acc);
+}
+ATTN_TARGET void attn_pv_heads_f16(const float* p, int64_t ps, int64_t n_rows, int64_t h0,
+                                   int64_t h1, const float* keys, int64_t m0, int64_t m1,
+                                   const uint16_t* v, int64_t vs, int64_t n, float* acc) {
+  attn_pv_heads(p, ps, n_rows, h0, h1, keys, m0, m1, v, vs, n, acc);
+}
+
 ATTN_TARGET void attn_dots_f32(const float* q, int nr, int64_t n, const float* k, int64_t ks,
                                const float* keys, int64_t m0, int64_t m1, float* s, int64_t ss) {
   attn_dots(q, nr, n, k, ks, keys, m0, m1, s, ss);

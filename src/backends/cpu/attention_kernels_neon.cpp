@@ -63,10 +63,12 @@ struct V {
 }  // namespace neon
 
 const Kernels& neon_kernels() {
-  static const Kernels k{neon::attn_dots_f32,     neon::attn_dots_f16,    neon::attn_pv_f32,
-                         neon::attn_pv_f16,       neon::attn_softmax_exp, neon::attn_scale,
-                         neon::attn_dense_scores, neon::attn_row_max,     neon::attn_dequant_q8_0,
-                         neon::attn_dequant_q4_0};
+  static const Kernels k{
+      neon::attn_dots_f32,     neon::attn_dots_f16,      neon::attn_pv_f32,
+      neon::attn_pv_f16,       neon::attn_softmax_exp,   neon::attn_scale,
+      neon::attn_dense_scores, neon::attn_row_max,       neon::attn_dequant_q8_0,
+      neon::attn_dequant_q4_0, neon::attn_head_dots_f32, neon::attn_head_dots_f16,
+      neon::attn_pv_heads_f32, neon::attn_pv_heads_f16};
   return k;
 }
 

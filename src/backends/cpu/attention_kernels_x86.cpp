@@ -174,19 +174,22 @@ struct V {
 }  // namespace avx512
 
 const Kernels& avx2_kernels() {
-  static const Kernels k{avx2::attn_dots_f32,     avx2::attn_dots_f16,    avx2::attn_pv_f32,
-                         avx2::attn_pv_f16,       avx2::attn_softmax_exp, avx2::attn_scale,
-                         avx2::attn_dense_scores, avx2::attn_row_max,     avx2::attn_dequant_q8_0,
-                         avx2::attn_dequant_q4_0};
+  static const Kernels k{
+      avx2::attn_dots_f32,     avx2::attn_dots_f16,      avx2::attn_pv_f32,
+      avx2::attn_pv_f16,       avx2::attn_softmax_exp,   avx2::attn_scale,
+      avx2::attn_dense_scores, avx2::attn_row_max,       avx2::attn_dequant_q8_0,
+      avx2::attn_dequant_q4_0, avx2::attn_head_dots_f32, avx2::attn_head_dots_f16,
+      avx2::attn_pv_heads_f32, avx2::attn_pv_heads_f16};
   return k;
 }
 
 const Kernels& avx512_kernels() {
-  static const Kernels k{avx512::attn_dots_f32,     avx512::attn_dots_f16,
-                         avx512::attn_pv_f32,       avx512::attn_pv_f16,
-                         avx512::attn_softmax_exp,  avx512::attn_scale,
-                         avx512::attn_dense_scores, avx512::attn_row_max,
-                         avx512::attn_dequant_q8_0, avx512::attn_dequant_q4_0};
+  static const Kernels k{
+      avx512::attn_dots_f32,     avx512::attn_dots_f16,      avx512::attn_pv_f32,
+      avx512::attn_pv_f16,       avx512::attn_softmax_exp,   avx512::attn_scale,
+      avx512::attn_dense_scores, avx512::attn_row_max,       avx512::attn_dequant_q8_0,
+      avx512::attn_dequant_q4_0, avx512::attn_head_dots_f32, avx512::attn_head_dots_f16,
+      avx512::attn_pv_heads_f32, avx512::attn_pv_heads_f16};
   return k;
 }
 

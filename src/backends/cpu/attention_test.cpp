@@ -544,6 +544,72 @@ TEST(CpuAttentionKernels, DotsDoNotDependOnTheirRowAndKeyGroups) {
   }
 }
 
+// The token-major decode kernels (all kv heads of a key's row at once) give every dot and every
+// p.v element the bits of the per-head kernels, for F32 and F16 caches, head dims with and without
+// a tail, a (head, row) count that is not a multiple of 4, scattered key rows and runs of heads.
+TEST(CpuAttentionKernels, TokenMajorKernelsGiveThePerHeadBits) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int64_t d : {int64_t{64}, int64_t{70}}) {
+    const int64_t n_kv_head = 3, n_rows = 2, n_keys = 13, ks = n_kv_head * d;
+    const int64_t all_rows = n_kv_head * n_rows, ns = n_keys + 5;
+    std::vector<float> q(sz(all_rows * d)), k32(sz(n_keys * ks)), p(sz(all_rows * ns));
+    for (float& x : q) x = g(rng);
+    for (float& x : k32) x = fp16_to_fp32(fp32_to_fp16(g(rng)));
+    for (float& x : p) x = std::fabs(g(rng)) * 0.1f;
+    std::vector<uint16_t> k16(k32.size());
+    for (size_t i = 0; i < k32.size(); ++i) k16[i] = fp32_to_fp16(k32[i]);
+    std::vector<float> keys(sz(n_keys));
+    for (int64_t m = 0; m < n_keys; ++m) keys[sz(m)] = static_cast<float>((m * 5) % n_keys);
+    for (const attn::Kernels* kr : kernel_sets()) {
+      for (bool f16 : {false, true}) {
+        // Q.K: head_dots over keys [2, n_keys) against dots_* per head.
+        std::vector<float> tm(sz(all_rows * ns), -1.0f), ph(tm.size(), -1.0f);
+        if (f16) {
+          kr->head_dots_f16(q.data(), n_rows, n_kv_head, d, k16.data(), ks, keys.data(), 2, n_keys,
+                            tm.data(), ns);
+        } else {
+          kr->head_dots_f32(q.data(), n_rows, n_kv_head, d, k32.data(), ks, keys.data(), 2, n_keys,
+                            tm.data(), ns);
+        }
+        for (int64_t h = 0; h < n_kv_head; ++h) {
+          const float* qh = q.data() + h * n_rows * d;
+          float* sh = ph.data() + h * n_rows * ns;
+          if (f16) {
+            kr->dots_f16(qh, n_rows, d, k16.data() + h * d, ks, keys.data(), 2, n_keys, sh, ns);
+          } else {
+            kr->dots_f32(qh, n_rows, d, k32.data() + h * d, ks, keys.data(), 2, n_keys, sh, ns);
+          }
+        }
+        for (size_t i = 0; i < tm.size(); ++i) {
+          ASSERT_EQ(tm[i], ph[i]) << "dots, d " << d << " f16 " << f16 << " at " << i;
+        }
+        // p.v: heads [1, 3) in one run against pv_* per head (V = the K rows).
+        std::vector<float> acc_tm(sz(all_rows * d), 0.5f), acc_ph(acc_tm.size(), 0.5f);
+        if (f16) {
+          kr->pv_heads_f16(p.data(), ns, n_rows, 1, 3, keys.data(), 0, n_keys, k16.data(), ks, d,
+                           acc_tm.data());
+        } else {
+          kr->pv_heads_f32(p.data(), ns, n_rows, 1, 3, keys.data(), 0, n_keys, k32.data(), ks, d,
+                           acc_tm.data());
+        }
+        for (int64_t h = 1; h < 3; ++h) {
+          const float* pr = p.data() + h * n_rows * ns;
+          float* ah = acc_ph.data() + h * n_rows * d;
+          if (f16) {
+            kr->pv_f16(pr, ns, n_rows, keys.data(), 0, n_keys, k16.data() + h * d, ks, d, ah, d);
+          } else {
+            kr->pv_f32(pr, ns, n_rows, keys.data(), 0, n_keys, k32.data() + h * d, ks, d, ah, d);
+          }
+        }
+        for (size_t i = 0; i < acc_tm.size(); ++i) {
+          ASSERT_EQ(acc_tm[i], acc_ph[i]) << "p.v, d " << d << " f16 " << f16 << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuAttentionKernels, DenseScoresDoNotDependOnTheirRowGroups) {
   std::mt19937 rng(9);
   std::normal_distribution<float> g(0.0f, 1.0f);

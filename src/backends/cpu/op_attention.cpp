@@ -27,11 +27,14 @@
 // * tiled (prefill, and a batched decode step): a task is (kv head, tile of queries); all query
 //   heads of the kv head for the tile's tokens share every K/V row read. Scores, softmax and p.v
 //   run in the task. A tile never spans two segments (sequences), so it reads only its own keys.
-// * split (decode of one sequence, few query rows): the visible keys are split into chunks so
-//   that every thread has work even with one kv head: scores by (kv head, chunk), then the
-//   softmax of each row over all its keys (the f16 rounding of p needs the final normalizer),
-//   then p.v by (kv head, chunk)
-//   into partial sums that are added up in chunk order.
+// * split (decode of one sequence, few query rows; over Q8_0 / Q4_0 caches only where the tiled
+//   schedule would leave threads idle): token-major over F32 / F16 caches. A key's cache row
+//   holds every kv head (n_kv_head * d elements); reading one head's slice of each row (128
+//   bytes every 1 KiB for 8 heads of 64) left the hardware prefetcher nothing to follow, so the
+//   kernels read each key's row for all heads at once (Kernels::head_dots / pv_heads): scores by
+//   chunk of keys, then the softmax of each row over all its keys (the f16 rounding of p needs
+//   the final normalizer), then p.v by runs of kv heads, each summing all keys in order (so every
+//   element is the tiled schedule's sum whatever the thread count).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -232,6 +235,11 @@ void run_tiled(const Problem& pb, ThreadPool& pool, Scratch& scratch) {
   });
 }
 
+// p rounded up to the next 64-byte boundary (at most 15 floats on).
+float* align_line(float* p) {
+  return reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(p) + 63) & ~uintptr_t{63});
+}
+
 // The split schedule: all n_q tokens form one block of rows per kv head.
 void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
   const int64_t n_rows = pb.n_q * pb.group;  // per kv head
@@ -246,50 +254,82 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
     std::fill(pb.out, pb.out + pb.n_q * pb.n_head * pb.dv, 0.0f);
     return;
   }
-  const int64_t n_chunks = split_chunks(pb, n, nt);
-  keys = grow(buf, 2 * pb.n_kv + all_rows * (pb.d + n + n_chunks + 1 + pb.dv));
+  // Key chunks of the scores: every kv head is in each chunk, so the chunks alone spread the
+  // work (two per thread, at least kMinChunk keys each).
+  const int64_t n_chunks =
+      nt > 1 ? std::max<int64_t>(1, std::min<int64_t>(n / kMinChunk, 2 * int64_t{nt})) : 1;
+  // Score rows ns floats apart: whole cache lines, an odd number of them, so that the rows of
+  // one key (read and written together by the token-major kernels) fall in different L1 sets
+  // (4096 keys = 16 KiB: every row in the same set, more rows than the set has ways).
+  int64_t ns = (n + 15) / 16 * 16;
+  if ((ns / 16) % 2 == 0) ns += 16;
+  // s and part start on a cache line: the threads' runs of kv heads in part (and their chunks
+  // in s) then share no line when rows are whole lines (a shared line bounced between the cores
+  // on every key).
+  keys = grow(buf, 2 * pb.n_kv + all_rows * (pb.d + ns + n_chunks + 1 + pb.dv) + 32);
   const uint64_t* masks = mbuf.data();
-  float* qr = keys + 2 * pb.n_kv;            // [kvh][row][d]
-  float* s = qr + all_rows * pb.d;           // [kvh][row][n]
-  float* cmax = s + all_rows * n;            // [kvh][row][chunk]
-  float* seen = cmax + all_rows * n_chunks;  // [kvh][row]: 1 when the row sees a key
-  float* part = seen + all_rows;             // [kvh][row][dv]
+  float* qr = keys + 2 * pb.n_kv;               // [kvh][row][d]
+  float* s = align_line(qr + all_rows * pb.d);  // [kvh][row][ns]
+  float* part = align_line(s + all_rows * ns);  // [kvh][row][dv]
+  float* cmax = part + all_rows * pb.dv;        // [kvh][row][chunk]
+  float* seen = cmax + all_rows * n_chunks;     // [kvh][row]: 1 when the row sees a key
   for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
     load_queries(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d);
   }
   auto chunk_begin = [&](int64_t c) { return n * c / n_chunks; };
-  pool.parallel_for(pb.n_kv_head * n_chunks, [&](int64_t task, int) {
-    const int64_t kvh = task / n_chunks, c = task % n_chunks;
-    float mx[kMaxSplitRows];
-    std::fill(mx, mx + n_rows, kNegInf);
-    scores(pb, Rows{kvh, 0, pb.n_q}, qr + kvh * n_rows * pb.d,
-           cache_rows(pb.k, kvh, pb.d, pb.n_kv_head, keys), masks, chunk_begin(c),
-           chunk_begin(c + 1), s + kvh * n_rows * n, n, mx);
-    for (int64_t r = 0; r < n_rows; ++r) cmax[(kvh * n_rows + r) * n_chunks + c] = mx[r];
+  // Scores by chunk of keys, every kv head at once: each key's cache row (all heads) is read
+  // once, the rows one after another (head_dots).
+  const bool f16k = pb.k.type == GgmlType::kF16;
+  const int64_t ks = pb.n_kv_head * pb.d;
+  const auto& prm = pb.params;
+  pool.parallel_for(n_chunks, [&](int64_t c, int) {
+    const int64_t m0 = chunk_begin(c), m1 = chunk_begin(c + 1);
+    if (f16k) {
+      pb.kr->head_dots_f16(qr, n_rows, pb.n_kv_head, pb.d,
+                           reinterpret_cast<const uint16_t*>(pb.k.data), ks, keys, m0, m1, s, ns);
+    } else {
+      pb.kr->head_dots_f32(qr, n_rows, pb.n_kv_head, pb.d,
+                           reinterpret_cast<const float*>(pb.k.data), ks, keys, m0, m1, s, ns);
+    }
+    // Masks and scaling as scores() does them.
+    for (int64_t row = 0; row < all_rows; ++row) {
+      const int64_t tt = (row % n_rows) / pb.group;
+      float* sr = s + row * ns;
+      float best = kNegInf;
+      for (int64_t m = m0; m < m1; ++m) {
+        if (((masks[m] >> tt) & 1u) == 0) {
+          sr[m] = kNegInf;
+          continue;
+        }
+        const float score = prm.softcap > 0.0f
+                                ? prm.softcap * std::tanh(sr[m] * prm.scale / prm.softcap)
+                                : sr[m] * prm.scale;
+        sr[m] = score;
+        best = std::max(best, score);
+      }
+      cmax[row * n_chunks + c] = best;
+    }
   });
   pool.parallel_for(all_rows, [&](int64_t row, int) {
     const float* cm = cmax + row * n_chunks;
     const float mx = *std::max_element(cm, cm + n_chunks);
-    seen[row] = softmax_row(pb, s + row * n, n, mx) ? 1.0f : 0.0f;
+    seen[row] = softmax_row(pb, s + row * ns, n, mx) ? 1.0f : 0.0f;
   });
-  // p.v split over slices of the value dimension, each summing ALL keys in order: every output
-  // element is the same sequential sum as in the tiled schedule, whatever the thread count or
-  // the other rows of the batch (batch invariance). Slices are multiples of 64 elements so each
-  // element goes through the same SIMD path as a full-width row.
-  constexpr int64_t kSlice = 64;
-  const int64_t max_slices = (pb.dv + kSlice - 1) / kSlice;
-  const int64_t want = std::max<int64_t>(1, (2 * nt + pb.n_kv_head - 1) / pb.n_kv_head);
-  const int64_t n_slices = std::min(max_slices, want);
-  const int64_t per = (max_slices + n_slices - 1) / n_slices * kSlice;
-  pool.parallel_for(pb.n_kv_head * n_slices, [&](int64_t task, int) {
-    const int64_t kvh = task / n_slices, sl = task % n_slices;
-    const int64_t d0 = sl * per, d1 = std::min(pb.dv, d0 + per);
-    if (d0 >= d1) return;
-    float* acc = part + kvh * n_rows * pb.dv;
-    for (int64_t r = 0; r < n_rows; ++r)
-      std::fill(acc + r * pb.dv + d0, acc + r * pb.dv + d1, 0.0f);
-    weighted_v_slice(pb, Rows{kvh, 0, pb.n_q}, s + kvh * n_rows * n, n,
-                     cache_rows(pb.v, kvh, pb.dv, pb.n_kv_head, keys), 0, n, acc, d0, d1);
+  // p.v by runs of kv heads, each summing ALL keys in order (every output element the same
+  // sequential sum as in the tiled schedule, whatever the thread count: batch invariance), each
+  // key's row of those heads read once, the rows one after another (pv_heads).
+  const int64_t n_runs = std::min<int64_t>(pb.n_kv_head, nt);
+  std::fill(part, part + all_rows * pb.dv, 0.0f);
+  pool.parallel_for(n_runs, [&](int64_t t, int) {
+    const int64_t h0 = pb.n_kv_head * t / n_runs, h1 = pb.n_kv_head * (t + 1) / n_runs;
+    const int64_t vs = pb.n_kv_head * pb.dv;
+    if (pb.v.type == GgmlType::kF16) {
+      pb.kr->pv_heads_f16(s, ns, n_rows, h0, h1, keys, 0, n,
+                          reinterpret_cast<const uint16_t*>(pb.v.data), vs, pb.dv, part);
+    } else {
+      pb.kr->pv_heads_f32(s, ns, n_rows, h0, h1, keys, 0, n,
+                          reinterpret_cast<const float*>(pb.v.data), vs, pb.dv, part);
+    }
   });
   for (int64_t kvh = 0; kvh < pb.n_kv_head; ++kvh) {
     const Rows rows{kvh, 0, pb.n_q};
@@ -393,8 +433,10 @@ Status attention_with_isa(geniex::cpu::Isa isa, ThreadPool& pool, Scratch& scrat
   // Queries of several sequences (a batched decode step) go to the tiled schedule, one tile per
   // sequence: the split schedule's shared scores would cover every row x the union of the
   // sequences' keys. Both give the same bits per row.
-  const bool split = n_q * pb.group <= kMaxSplitRows &&
-                     tiled_tasks < 2 * static_cast<int64_t>(nt) && one_segment(pb);
+  const bool few_rows = n_q * pb.group <= kMaxSplitRows && one_segment(pb);
+  // Float caches: the token-major split schedule for every decode step of one sequence; Q8_0 /
+  // Q4_0 caches: the split schedule where the tiled one would leave threads idle.
+  const bool split = few_rows && (!blocks || tiled_tasks < 2 * static_cast<int64_t>(nt));
   if (blocks) {
     split ? run_blocks_split(pb, pool, scratch, nt) : run_blocks_tiled(pb, pool, scratch);
   } else {
