@@ -45,7 +45,7 @@ Result<Imatrix> load_gguf(const std::string& path) {
     }
     const uint64_t nval = p.first->n_elements();
     const uint64_t ncounts = p.second->n_elements();
-    if (ncounts == 0 || nval % ncounts != 0) {
+    if (ncounts == 0 || nval == 0 || nval % ncounts != 0) {
       return bad(path, name + ": " + std::to_string(nval) + " sums do not split into " +
                            std::to_string(ncounts) + " counts");
     }
