@@ -71,7 +71,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "core_round_trip: cannot run on CPU %d\n", b);
     return 1;
   }
-  std::printf("CPUs %d,%d: %.1f ns per round trip\n", a, b,
-              std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(trips));
+  std::printf(
+      "CPUs %d,%d: %.1f ns per round trip\n", a, b,
+      std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(trips));
   return 0;
 }
