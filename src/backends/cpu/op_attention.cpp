@@ -84,13 +84,31 @@ HeadRows cache_rows(const KvView& kv, int64_t kvh, int64_t d, int64_t n_kv_head,
   return {kv.data + sz(kvh * d) * esz, n_kv_head * d, keys};
 }
 
+// One row's raw dots sr[m], m in [m0, m1), to scaled (and soft-capped) scores, kNegInf where
+// token tt of the row does not see key m; returns max(best, those scores).
+float mask_and_scale(const Problem& pb, const uint64_t* masks, int64_t tt, int64_t m0, int64_t m1,
+                     float* sr, float best) {
+  const auto& prm = pb.params;
+  const bool softcap = prm.softcap > 0.0f;
+  for (int64_t m = m0; m < m1; ++m) {
+    if (((masks[m] >> tt) & 1u) == 0) {
+      sr[m] = kNegInf;
+      continue;
+    }
+    const float score =
+        softcap ? prm.softcap * std::tanh(sr[m] * prm.scale / prm.softcap) : sr[m] * prm.scale;
+    sr[m] = score;
+    best = std::max(best, score);
+  }
+  return best;
+}
+
 // s[r * ns + m] = the scaled score of row r and the m-th visible key (K row kr.keys[m], rows
 // seeing it in masks[m]; kNegInf if r does not see it) for m in [m0, m1); mx[r] = max(mx[r],
 // those scores). All dots of a row block first (one kernel call), then masks and scaling.
 void scores(const Problem& pb, const Rows& rows, const float* qr, const HeadRows& kr,
             const uint64_t* masks, int64_t m0, int64_t m1, float* s, int64_t ns, float* mx) {
   const int64_t n_rows = rows.n_tok * pb.group;
-  const auto& prm = pb.params;
   for (int64_t r0 = 0; r0 < n_rows; r0 += kMaxRows) {
     const int nr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r0));
     if (pb.k.type == GgmlType::kF16) {
@@ -101,22 +119,8 @@ void scores(const Problem& pb, const Rows& rows, const float* qr, const HeadRows
                       kr.keys, m0, m1, s + r0 * ns, ns);
     }
   }
-  const bool softcap = prm.softcap > 0.0f;
   for (int64_t r = 0; r < n_rows; ++r) {
-    const int64_t tt = r / pb.group;
-    float* sr = s + r * ns;
-    float best = mx[r];
-    for (int64_t m = m0; m < m1; ++m) {
-      if (((masks[m] >> tt) & 1u) == 0) {
-        sr[m] = kNegInf;
-        continue;
-      }
-      const float score =
-          softcap ? prm.softcap * std::tanh(sr[m] * prm.scale / prm.softcap) : sr[m] * prm.scale;
-      sr[m] = score;
-      best = std::max(best, score);
-    }
-    mx[r] = best;
+    mx[r] = mask_and_scale(pb, masks, r / pb.group, m0, m1, s + r * ns, mx[r]);
   }
 }
 
@@ -281,7 +285,6 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
   // once, the rows one after another (head_dots).
   const bool f16k = pb.k.type == GgmlType::kF16;
   const int64_t ks = pb.n_kv_head * pb.d;
-  const auto& prm = pb.params;
   pool.parallel_for(n_chunks, [&](int64_t c, int) {
     const int64_t m0 = chunk_begin(c), m1 = chunk_begin(c + 1);
     if (f16k) {
@@ -291,23 +294,9 @@ void run_split(const Problem& pb, ThreadPool& pool, Scratch& scratch, int nt) {
       pb.kr->head_dots_f32(qr, n_rows, pb.n_kv_head, pb.d,
                            reinterpret_cast<const float*>(pb.k.data), ks, keys, m0, m1, s, ns);
     }
-    // Masks and scaling as scores() does them.
     for (int64_t row = 0; row < all_rows; ++row) {
-      const int64_t tt = (row % n_rows) / pb.group;
-      float* sr = s + row * ns;
-      float best = kNegInf;
-      for (int64_t m = m0; m < m1; ++m) {
-        if (((masks[m] >> tt) & 1u) == 0) {
-          sr[m] = kNegInf;
-          continue;
-        }
-        const float score = prm.softcap > 0.0f
-                                ? prm.softcap * std::tanh(sr[m] * prm.scale / prm.softcap)
-                                : sr[m] * prm.scale;
-        sr[m] = score;
-        best = std::max(best, score);
-      }
-      cmax[row * n_chunks + c] = best;
+      cmax[row * n_chunks + c] =
+          mask_and_scale(pb, masks, (row % n_rows) / pb.group, m0, m1, s + row * ns, kNegInf);
     }
   });
   pool.parallel_for(all_rows, [&](int64_t row, int) {
